@@ -1,0 +1,59 @@
+# Muster — build, test, generate, verify.
+SHELL := /usr/bin/env bash -o errexit -o pipefail -o nounset
+.DEFAULT_GOAL := build
+
+ROOT := $(abspath .)
+BIN := $(ROOT)/bin
+export GOBIN := $(BIN)
+
+# Pinned tool versions; each is installed into ./bin with `go install`.
+CONTROLLER_GEN_VERSION := v0.19.0
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+
+GO_TEST_FLAGS ?=
+# Integration suites start one in-process control plane per test binary.
+INTEGRATION_TIMEOUT ?= 20m
+
+.PHONY: build
+build: ## Build muster-scheduler and the muster CLI into ./bin.
+	go build -o $(BIN)/muster-scheduler ./cmd/muster-scheduler
+	go build -o $(BIN)/muster ./cmd/muster
+
+.PHONY: test
+test: test-unit test-integration ## Unit and integration tests.
+
+.PHONY: test-unit
+test-unit:
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/)
+
+.PHONY: test-integration
+test-integration:
+	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
+
+.PHONY: bench
+bench: ## Go benchmarks of the plugins.
+	go test -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: sandbox
+sandbox: ## Run the examples on an embedded control plane and print the report.
+	go run ./cmd/muster sandbox examples
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clients, listers, informers and CRDs.
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-codegen.sh
+
+.PHONY: verify
+verify: $(CONTROLLER_GEN) ## Fail if generated code is stale, code is unformatted or go vet complains.
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify.sh
+
+$(CONTROLLER_GEN):
+	go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(BIN)/controller-gen $@
+
+.PHONY: clean
+clean:
+	rm -rf $(BIN)
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'

@@ -1,0 +1,27 @@
+package config
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+)
+
+// SchemeGroupVersion is the internal version of kube-scheduler's config group.
+var SchemeGroupVersion = schema.GroupVersion{Group: schedconfig.GroupName, Version: runtime.APIVersionInternal}
+
+var (
+	localSchemeBuilder = &schedconfig.SchemeBuilder
+	// AddToScheme registers Muster's internal args types.
+	AddToScheme = localSchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&BinpackArgs{},
+	)
+	return nil
+}
+
+func init() {
+	localSchemeBuilder.Register(addKnownTypes)
+}

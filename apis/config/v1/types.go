@@ -1,0 +1,20 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulerconfigv1 "k8s.io/kube-scheduler/config/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// BinpackArgs configures the Binpack score plugin.
+type BinpackArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Resources are the resources packed on and their weights (1..100).
+	// Defaults to cpu and memory with weight 1. An extended resource such as
+	// nvidia.com/gpu is scored only when listed here.
+	// +listType=map
+	// +listMapKey=name
+	Resources []schedulerconfigv1.ResourceSpec `json:"resources,omitempty"`
+}

@@ -1,0 +1,48 @@
+// Package validation checks Muster's plugin arguments at scheduler start-up.
+package validation
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/muster-sched/muster/apis/config"
+)
+
+// Weights of a resource in a score plugin, as kube-scheduler allows them.
+const (
+	minResourceWeight = 1
+	maxResourceWeight = 100
+)
+
+// ValidateBinpackArgs checks that every resource is named once, is a valid
+// resource name, and has a weight in [1, 100].
+func ValidateBinpackArgs(path *field.Path, args *config.BinpackArgs) error {
+	return validateResources(args.Resources, path.Child("resources")).ToAggregate()
+}
+
+func validateResources(resources []schedconfig.ResourceSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(resources) == 0 {
+		errs = append(errs, field.Required(path, "at least one resource must be scored"))
+	}
+	seen := sets.New[string]()
+	for i, r := range resources {
+		p := path.Index(i)
+		if r.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "resource name is required"))
+		} else if seen.Has(r.Name) {
+			errs = append(errs, field.Duplicate(p.Child("name"), r.Name))
+		} else if msgs := utilvalidation.IsQualifiedName(r.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("name"), r.Name, strings.Join(msgs, "; ")))
+		}
+		seen.Insert(r.Name)
+		if r.Weight < minResourceWeight || r.Weight > maxResourceWeight {
+			errs = append(errs, field.Invalid(p.Child("weight"), r.Weight, "must be in the range [1, 100]"))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,30 @@
+package v1alpha1
+
+// Labels and annotations through which pods join gangs and queues. A pod is
+// managed by Muster when it belongs to a group (any source below) or names a
+// queue; every other pod is scheduled exactly as the stock scheduler would.
+const (
+	// LabelPodGroup names the pod's group: a PodGroup of that name in the
+	// pod's namespace, or a label-only group with LabelMinAvailable.
+	LabelPodGroup = "muster.dev/pod-group"
+	// LabelMinAvailable makes LabelPodGroup a label-only group of that size
+	// when no PodGroup of the name exists.
+	LabelMinAvailable = "muster.dev/min-available"
+	// LabelQueue puts the pod (or its label-only group) in a queue.
+	LabelQueue = "muster.dev/queue"
+	// LabelRole is the pod's role within its group, for minTaskMember.
+	LabelRole = "muster.dev/role"
+
+	// LegacyLabelPodGroup and LegacyLabelMinAvailable are the labels of
+	// scheduler-plugins' original coscheduling design; both are required.
+	LegacyLabelPodGroup     = "pod-group.scheduling.sigs.k8s.io/name"
+	LegacyLabelMinAvailable = "pod-group.scheduling.sigs.k8s.io/min-available"
+
+	// SchedulerPluginsLabelPodGroup points a pod at a scheduler-plugins
+	// PodGroup (scheduling.x-k8s.io/v1alpha1).
+	SchedulerPluginsLabelPodGroup = "scheduling.x-k8s.io/pod-group"
+
+	// VolcanoAnnotationTaskSpec is Volcano's role annotation, accepted in
+	// place of LabelRole.
+	VolcanoAnnotationTaskSpec = "volcano.sh/task-spec"
+)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Regenerates every generated file: deepcopy, defaulters and conversions of
+# the APIs, the typed clientset/listers/informers, and the CRD manifests.
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${ROOT}"
+MODULE=github.com/muster-sched/muster
+BOILERPLATE=hack/boilerplate.go.txt
+CONTROLLER_GEN=${CONTROLLER_GEN:-${ROOT}/bin/controller-gen}
+
+# kube_codegen.sh installs its generators into GOBIN: keep them in ./bin.
+export GOBIN="${ROOT}/bin"
+CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+source "${CODEGEN_PKG}/kube_codegen.sh"
+
+# Plugin args: deepcopy, defaulters and conversions between internal and v1.
+kube::codegen::gen_helpers \
+  --boilerplate "${BOILERPLATE}" \
+  --extra-peer-dir k8s.io/kubernetes/pkg/scheduler/apis/config/v1 \
+  --extra-peer-dir k8s.io/kube-scheduler/config/v1 \
+  "${ROOT}/apis/config"
+
+# CRD types: deepcopy and CRD manifests from controller-gen.
+"${CONTROLLER_GEN}" object:headerFile="${BOILERPLATE}" paths=./apis/scheduling/...
+rm -f manifests/crds/*.yaml
+"${CONTROLLER_GEN}" crd:crdVersions=v1 paths=./apis/scheduling/... output:crd:artifacts:config=manifests/crds
+
+# Typed clientset, listers and informers.
+kube::codegen::gen_client \
+  --with-watch \
+  --output-dir "${ROOT}/pkg/generated" \
+  --output-pkg "${MODULE}/pkg/generated" \
+  --boilerplate "${BOILERPLATE}" \
+  "${ROOT}/apis"

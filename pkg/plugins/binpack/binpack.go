@@ -1,0 +1,162 @@
+// Package binpack scores nodes by how full they would be after placing the
+// pod, so that pods pack onto the fewest nodes and whole nodes stay free for
+// large workloads.
+package binpack
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-sched/muster/apis/config"
+	"github.com/muster-sched/muster/apis/config/validation"
+)
+
+// Name is the plugin's name in the registry and in configurations.
+const Name = "Binpack"
+
+const preScoreStateKey = "PreScore" + Name
+
+// Binpack is a Score plugin. For the weighted resources a pod requests it
+// scores a node 100 · Σ w·(used+request)/allocatable ÷ Σ w, and 0 when any
+// of them would overflow the node.
+type Binpack struct {
+	resources           []schedconfig.ResourceSpec
+	podResourcesOptions resourcehelper.PodResourcesOptions
+}
+
+var (
+	_ framework.PreScorePlugin = &Binpack{}
+	_ framework.ScorePlugin    = &Binpack{}
+)
+
+// New builds the plugin from validated BinpackArgs.
+func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.Plugin, error) {
+	args, ok := obj.(*config.BinpackArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args to be of type BinpackArgs, got %T", obj)
+	}
+	if err := validation.ValidateBinpackArgs(field.NewPath("binpackArgs"), args); err != nil {
+		return nil, err
+	}
+	return &Binpack{
+		resources: args.Resources,
+		podResourcesOptions: resourcehelper.PodResourcesOptions{
+			UseStatusResources:    utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling),
+			SkipPodLevelResources: !utilfeature.DefaultFeatureGate.Enabled(features.PodLevelResources),
+		},
+	}, nil
+}
+
+// Name returns the plugin's name.
+func (b *Binpack) Name() string { return Name }
+
+// request is one weighted resource the pod asks for.
+type request struct {
+	name   v1.ResourceName
+	amount int64 // milli-units for cpu, units otherwise
+}
+
+// preScoreState holds the pod's weighted requests, computed once per cycle.
+type preScoreState struct {
+	requests  []request
+	weights   []int64
+	weightSum int64
+}
+
+// Clone shares the state: it is never modified after PreScore.
+func (s *preScoreState) Clone() fwk.StateData { return s }
+
+// PreScore computes the pod's requests of the weighted resources. A pod that
+// requests none of them is not scored.
+func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	podRequests := resourcehelper.PodRequests(pod, b.podResourcesOptions)
+	s := &preScoreState{}
+	for _, r := range b.resources {
+		name := v1.ResourceName(r.Name)
+		q, ok := podRequests[name]
+		if !ok {
+			continue
+		}
+		amount := q.Value()
+		if name == v1.ResourceCPU {
+			amount = q.MilliValue()
+		}
+		if amount <= 0 {
+			continue
+		}
+		s.requests = append(s.requests, request{name: name, amount: amount})
+		s.weights = append(s.weights, int64(r.Weight))
+		s.weightSum += int64(r.Weight)
+	}
+	if len(s.requests) == 0 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(preScoreStateKey, s)
+	return nil
+}
+
+func getPreScoreState(state fwk.CycleState) (*preScoreState, error) {
+	c, err := state.Read(preScoreStateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycleState: %w", preScoreStateKey, err)
+	}
+	s, ok := c.(*preScoreState)
+	if !ok {
+		return nil, fmt.Errorf("%+v convert to binpack.preScoreState error", c)
+	}
+	return s, nil
+}
+
+// Score returns how full the node would be, in [0, 100].
+func (b *Binpack) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s, err := getPreScoreState(state)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
+	return score(s, nodeInfo), nil
+}
+
+func score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
+	var sum float64
+	for i, r := range s.requests {
+		allocatable, used := allocatableAndUsed(nodeInfo, r.name)
+		if allocatable == 0 {
+			continue // counts with its weight, contributes nothing
+		}
+		after := used + r.amount
+		if after > allocatable {
+			return framework.MinNodeScore
+		}
+		sum += float64(s.weights[i]) * float64(after) / float64(allocatable)
+	}
+	return int64(float64(framework.MaxNodeScore) * sum / float64(s.weightSum))
+}
+
+// allocatableAndUsed returns the node's allocatable amount of a resource and
+// the sum of requests of the pods already on it, in the units of request.
+func allocatableAndUsed(nodeInfo fwk.NodeInfo, name v1.ResourceName) (int64, int64) {
+	allocatable, requested := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
+	switch name {
+	case v1.ResourceCPU:
+		return allocatable.GetMilliCPU(), requested.GetMilliCPU()
+	case v1.ResourceMemory:
+		return allocatable.GetMemory(), requested.GetMemory()
+	case v1.ResourceEphemeralStorage:
+		return allocatable.GetEphemeralStorage(), requested.GetEphemeralStorage()
+	default:
+		return allocatable.GetScalarResources()[name], requested.GetScalarResources()[name]
+	}
+}
+
+// ScoreExtensions is nil: scores are already in [0, 100].
+func (b *Binpack) ScoreExtensions() framework.ScoreExtensions { return nil }

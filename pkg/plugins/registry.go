@@ -1,0 +1,19 @@
+// Package plugins registers Muster's scheduler-framework plugins and their
+// arguments with kube-scheduler.
+package plugins
+
+import (
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	// Muster's plugin args decode, default and validate through
+	// kube-scheduler's own config scheme.
+	_ "github.com/muster-sched/muster/apis/config/scheme"
+	"github.com/muster-sched/muster/pkg/plugins/binpack"
+)
+
+// Options registers every Muster plugin with kube-scheduler's command.
+func Options() []app.Option {
+	return []app.Option{
+		app.WithPlugin(binpack.Name, binpack.New),
+	}
+}
