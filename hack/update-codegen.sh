@@ -25,6 +25,11 @@ kube::codegen::gen_helpers \
 "${CONTROLLER_GEN}" object:headerFile="${BOILERPLATE}" paths=./apis/scheduling/...
 rm -f manifests/crds/*.yaml
 "${CONTROLLER_GEN}" crd:crdVersions=v1 paths=./apis/scheduling/... output:crd:artifacts:config=manifests/crds
+# Bound every resource quantity to 64 characters. CEL's cost estimate of the
+# Queue rules that compare quantities scales with the longest string a value
+# may hold; unbounded, the apiserver refuses the rules. controller-gen has no
+# marker for the values of a map, hence this edit.
+sed -i 's/^\( *\)\(pattern: ^(\\+|-)?\)/\1maxLength: 64\n\1\2/' manifests/crds/*.yaml
 
 # Typed clientset, listers and informers.
 kube::codegen::gen_client \

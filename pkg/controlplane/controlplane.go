@@ -125,7 +125,9 @@ func (cp *ControlPlane) WriteKubeconfig(file string) error {
 		Clusters: map[string]*clientcmdapi.Cluster{name: {
 			Server:                   cp.Config.Host,
 			CertificateAuthorityData: caData,
-			InsecureSkipTLSVerify:    len(caData) == 0 && cp.Config.TLSClientConfig.Insecure,
+			// The loopback certificate is issued for this name, not the address.
+			TLSServerName:         cp.Config.TLSClientConfig.ServerName,
+			InsecureSkipTLSVerify: len(caData) == 0 && cp.Config.TLSClientConfig.Insecure,
 		}},
 		AuthInfos: map[string]*clientcmdapi.AuthInfo{name: {
 			Token:                 cp.Config.BearerToken,

@@ -79,6 +79,16 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // PreScore computes the pod's requests of the weighted resources. A pod that
 // requests none of them is not scored.
 func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	s := b.podState(pod)
+	if len(s.requests) == 0 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(preScoreStateKey, s)
+	return nil
+}
+
+// podState collects the pod's requests of the weighted resources.
+func (b *Binpack) podState(pod *v1.Pod) *preScoreState {
 	podRequests := resourcehelper.PodRequests(pod, b.podResourcesOptions)
 	s := &preScoreState{}
 	for _, r := range b.resources {
@@ -98,11 +108,7 @@ func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		s.weights = append(s.weights, int64(r.Weight))
 		s.weightSum += int64(r.Weight)
 	}
-	if len(s.requests) == 0 {
-		return fwk.NewStatus(fwk.Skip)
-	}
-	state.Write(preScoreStateKey, s)
-	return nil
+	return s
 }
 
 func getPreScoreState(state fwk.CycleState) (*preScoreState, error) {
@@ -117,16 +123,21 @@ func getPreScoreState(state fwk.CycleState) (*preScoreState, error) {
 	return s, nil
 }
 
-// Score returns how full the node would be, in [0, 100].
-func (b *Binpack) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+// Score returns how full the node would be, in [0, 100]. When the profile
+// enables Binpack for Score only, PreScore did not run and the pod's
+// requests are computed here.
+func (b *Binpack) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := getPreScoreState(state)
 	if err != nil {
-		return 0, fwk.AsStatus(err)
+		s = b.podState(pod)
 	}
 	return score(s, nodeInfo), nil
 }
 
 func score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
+	if s.weightSum == 0 {
+		return framework.MinNodeScore
+	}
 	var sum float64
 	for i, r := range s.requests {
 		allocatable, used := allocatableAndUsed(nodeInfo, r.name)

@@ -166,6 +166,34 @@ func TestScore(t *testing.T) {
 	}
 }
 
+// TestScoreWithoutPreScore covers profiles that enable Binpack for Score
+// only: the framework then never calls PreScore.
+func TestScoreWithoutPreScore(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	nodes := []*v1.Node{node("n1", "4", "8Gi", "")}
+	snapshot := cache.NewSnapshot(nil, nodes)
+	p, err := New(ctx, &config.BinpackArgs{Resources: cpuMem}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeInfo, err := snapshot.Get("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		pod  *v1.Pod
+		want int64
+	}{
+		{st.MakePod().Name("p").Req(map[v1.ResourceName]string{"cpu": "2"}).Obj(), 50},
+		{st.MakePod().Name("best-effort").Obj(), 0},
+	} {
+		got, status := p.(framework.ScorePlugin).Score(ctx, framework.NewCycleState(), tt.pod, nodeInfo)
+		if !status.IsSuccess() || got != tt.want {
+			t.Errorf("Score(%s) = %d, %v; want %d, success", tt.pod.Name, got, status, tt.want)
+		}
+	}
+}
+
 func TestNewRejectsBadArgs(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+// TestConfigsStart loads every shipped configuration through kube-scheduler's
+// own options, validation and setup, and schedules a pod with it.
+func TestConfigsStart(t *testing.T) {
+	for _, tt := range []struct{ file, schedulerName string }{
+		{"second-scheduler.yaml", "muster-scheduler"},
+		{"replace-default.yaml", "default-scheduler"},
+		{"binpack.yaml", "default-scheduler"},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "8Gi"})
+			e.startScheduler(readConfig(t, tt.file))
+			p := e.pod("p", map[v1.ResourceName]string{v1.ResourceCPU: "1"})
+			p.Spec.SchedulerName = tt.schedulerName
+			e.create(p)
+			e.waitBound("p")
+		})
+	}
+}
+
+// TestReplaceDefaultPlacesPlainPodsLikeStock schedules the same plain pods on
+// the same cluster state under the stock profile and under Muster's
+// replace-default profile, one pod at a time (each sees the ones before it),
+// and compares the nodes chosen. The cluster is built so that every probe has
+// a single best node.
+func TestReplaceDefaultPlacesPlainPodsLikeStock(t *testing.T) {
+	probes := func(e *env) []*v1.Pod {
+		small := e.pod("small", map[v1.ResourceName]string{v1.ResourceCPU: "500m", v1.ResourceMemory: "1Gi"})
+		big := e.pod("big", map[v1.ResourceName]string{v1.ResourceCPU: "6", v1.ResourceMemory: "4Gi"})
+		memory := e.pod("memory", map[v1.ResourceName]string{v1.ResourceMemory: "20Gi"})
+		zoned := e.pod("zoned", map[v1.ResourceName]string{v1.ResourceCPU: "1"})
+		zoned.Spec.NodeSelector = map[string]string{"zone": "b"}
+		tolerating := e.pod("tolerating", map[v1.ResourceName]string{v1.ResourceCPU: "1"})
+		tolerating.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpExists}}
+		bestEffort := e.pod("best-effort", nil)
+		return []*v1.Pod{small, big, memory, zoned, tolerating, bestEffort}
+	}
+	placements := map[string]map[string]string{}
+	for _, profile := range []struct{ name, config string }{
+		{"stock", stockConfig},
+		{"muster", readConfig(t, "replace-default.yaml")},
+	} {
+		t.Run(profile.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("a", 1, simulator.NodeShape{CPU: "8", Memory: "16Gi", Labels: map[string]string{"zone": "a"}})
+			e.nodes("b", 1, simulator.NodeShape{CPU: "16", Memory: "24Gi", Labels: map[string]string{"zone": "b"}})
+			e.nodes("c", 1, simulator.NodeShape{CPU: "4", Memory: "64Gi", Labels: map[string]string{"zone": "c"}})
+			e.nodes("t", 1, simulator.NodeShape{CPU: "32", Memory: "64Gi",
+				Taints: []v1.Taint{{Key: "dedicated", Value: "batch", Effect: v1.TaintEffectNoSchedule}}})
+			// Existing load, bound directly as if scheduled earlier.
+			load := e.pod("load", map[v1.ResourceName]string{v1.ResourceCPU: "10", v1.ResourceMemory: "4Gi"})
+			load.Spec.NodeName = "b-0"
+			e.create(load)
+			e.startScheduler(profile.config)
+			placements[profile.name] = map[string]string{}
+			for _, p := range probes(e) {
+				e.create(p)
+				placements[profile.name][p.Name] = e.waitBound(p.Name)[p.Name]
+			}
+		})
+	}
+	if diff := cmp.Diff(placements["stock"], placements["muster"]); diff != "" {
+		t.Errorf("plain pods placed differently (-stock,+muster):\n%s", diff)
+	}
+	t.Logf("placements: %v", placements["muster"])
+}

@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+)
+
+func res(pairs ...string) map[v1.ResourceName]resource.Quantity {
+	out := map[v1.ResourceName]resource.Quantity{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out[v1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+func TestPodGroupValidation(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name    string
+		spec    v1alpha1.PodGroupSpec
+		wantErr string // a substring naming the field; empty: accepted
+	}{
+		{name: "valid", spec: v1alpha1.PodGroupSpec{
+			MinMember: 4, MinTaskMember: map[string]int32{"ps": 1, "worker": 3},
+			MinResources: res("cpu", "4", "nvidia.com/gpu", "8"), Queue: "team-a",
+			ScheduleTimeoutSeconds: ptr.To[int32](30),
+		}},
+		{name: "minMember 0", spec: v1alpha1.PodGroupSpec{MinMember: 0},
+			wantErr: "spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1"},
+		{name: "minTaskMember sum above minMember", spec: v1alpha1.PodGroupSpec{MinMember: 3, MinTaskMember: map[string]int32{"ps": 2, "worker": 2}},
+			wantErr: "spec.minTaskMember: Invalid value: \"object\": the sum of minTaskMember must not exceed minMember"},
+		{name: "negative role minimum", spec: v1alpha1.PodGroupSpec{MinMember: 3, MinTaskMember: map[string]int32{"ps": -1}},
+			wantErr: "spec.minTaskMember: Invalid value: \"object\": every role minimum must be >= 0"},
+		{name: "scheduleTimeoutSeconds 0", spec: v1alpha1.PodGroupSpec{MinMember: 1, ScheduleTimeoutSeconds: ptr.To[int32](0)},
+			wantErr: "spec.scheduleTimeoutSeconds: Invalid value: 0"},
+		{name: "queue not a name", spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "Team A"},
+			wantErr: "spec.queue: Invalid value: \"Team A\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{GenerateName: "pg-"}, Spec: tt.spec}
+			_, err := cluster.Muster.SchedulingV1alpha1().PodGroups(e.ns).Create(e.ctx, pg, metav1.CreateOptions{})
+			checkAdmission(t, err, tt.wantErr)
+		})
+	}
+}
+
+func TestQueueValidation(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name    string
+		queue   v1alpha1.Queue
+		wantErr string
+	}{
+		{name: "valid", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{
+			Weight: 2, Capability: res("cpu", "100", "memory", "1Ti"), Deserved: res("cpu", "50"),
+			Guarantee: res("cpu", "10"), Parent: "org",
+		}}},
+		{name: "guarantee above deserved", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{
+			Guarantee: res("cpu", "20"), Deserved: res("cpu", "10"),
+		}}, wantErr: "spec.guarantee: Invalid value: \"object\": guarantee must not exceed deserved for any resource"},
+		{name: "deserved above capability", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{
+			Deserved: res("memory", "2Gi"), Capability: res("memory", "1Gi"),
+		}}, wantErr: "spec.deserved: Invalid value: \"object\": deserved must not exceed capability for any resource"},
+		{name: "guarantee above capability", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{
+			Guarantee: res("nvidia.com/gpu", "8"), Capability: res("nvidia.com/gpu", "4"),
+		}}, wantErr: "spec.guarantee: Invalid value: \"object\": guarantee must not exceed capability for any resource"},
+		{name: "weight 0", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Weight: -1}},
+			wantErr: "spec.weight: Invalid value: -1: spec.weight in body should be greater than or equal to 1"},
+		{name: "parent is self", queue: v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "selfish"}, Spec: v1alpha1.QueueSpec{Parent: "selfish"}},
+			wantErr: "spec.parent must not name the queue itself"},
+		{name: "named root", queue: v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "root"}},
+			wantErr: "root is the implicit top of the queue hierarchy"},
+		{name: "unknown state", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{State: "Paused"}},
+			wantErr: "spec.state: Unsupported value: \"Paused\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := tt.queue.DeepCopy()
+			if q.Name == "" {
+				q.GenerateName = "q-"
+			}
+			created, err := cluster.Muster.SchedulingV1alpha1().Queues().Create(e.ctx, q, metav1.CreateOptions{})
+			checkAdmission(t, err, tt.wantErr)
+			if err == nil {
+				defer cluster.Muster.SchedulingV1alpha1().Queues().Delete(e.ctx, created.Name, metav1.DeleteOptions{})
+			}
+		})
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		q, err := cluster.Muster.SchedulingV1alpha1().Queues().Create(e.ctx, &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{GenerateName: "q-"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cluster.Muster.SchedulingV1alpha1().Queues().Delete(e.ctx, q.Name, metav1.DeleteOptions{})
+		want := v1alpha1.QueueSpec{Weight: 1, Reclaimable: ptr.To(true), State: v1alpha1.QueueOpen}
+		if diff := cmp.Diff(want, q.Spec); diff != "" {
+			t.Errorf("defaulted spec (-want,+got):\n%s", diff)
+		}
+	})
+}
+
+// checkAdmission fails unless err is nil when wantErr is empty, or carries
+// wantErr otherwise.
+func checkAdmission(t *testing.T, err error, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("want the object accepted, got: %v", err)
+	case wantErr != "" && err == nil:
+		t.Fatalf("want the object refused with %q, it was accepted", wantErr)
+	case wantErr != "" && !strings.Contains(err.Error(), wantErr):
+		t.Fatalf("refused with:\n  %v\nwant a message containing:\n  %s", err, wantErr)
+	}
+}
