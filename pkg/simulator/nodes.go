@@ -89,18 +89,41 @@ func CreateNodes(ctx context.Context, client kubernetes.Interface, prefix string
 		if err != nil {
 			return nil, err
 		}
-		status := node.Status
-		created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		created, err := CreateNode(ctx, client, node)
 		if err != nil {
-			return nil, err
-		}
-		created.Status = status
-		if created, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			return nil, err
 		}
 		nodes = append(nodes, created)
 	}
 	return nodes, nil
+}
+
+// CreateNode creates node and then writes its status through the status
+// subresource, as a kubelet would. A node whose status has no Ready
+// condition is made Ready.
+func CreateNode(ctx context.Context, client kubernetes.Interface, node *v1.Node) (*v1.Node, error) {
+	status := *node.Status.DeepCopy()
+	if !hasCondition(status.Conditions, v1.NodeReady) {
+		status.Conditions = append(status.Conditions, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "SimulatedNode"})
+	}
+	if status.Allocatable == nil {
+		status.Allocatable = status.Capacity
+	}
+	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	created.Status = status
+	return client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+}
+
+func hasCondition(conditions []v1.NodeCondition, t v1.NodeConditionType) bool {
+	for _, c := range conditions {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
 }
 
 // DeleteNodes deletes every node of the cluster.

@@ -8,12 +8,9 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"k8s.io/klog/v2"
 
 	"github.com/muster-sched/muster/pkg/controlplane"
 	"github.com/muster-sched/muster/pkg/simulator"
@@ -32,8 +29,7 @@ func run(m *testing.M) int {
 	// The apiserver and the scheduler log through klog at a rate that buries
 	// test output; MUSTER_TEST_LOGS=1 keeps their logs.
 	if os.Getenv("MUSTER_TEST_LOGS") == "" {
-		klog.LogToStderr(false)
-		klog.SetOutput(io.Discard)
+		controlplane.QuietLogs()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

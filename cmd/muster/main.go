@@ -1,0 +1,97 @@
+// Command muster is Muster's command-line tool. `muster sandbox` runs the
+// scheduler on an in-process control plane with simulated nodes, applies
+// manifests, and reports where every pod landed and why pending pods wait.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-sched/muster/config"
+	"github.com/muster-sched/muster/pkg/controlplane"
+	"github.com/muster-sched/muster/pkg/sandbox"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "muster",
+		Short:         "Muster: batch scheduling inside kube-scheduler",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+	}
+	root.AddCommand(newSandboxCommand())
+	return root
+}
+
+func newSandboxCommand() *cobra.Command {
+	var (
+		opts       sandbox.Options
+		configName string
+		verbosity  int
+	)
+	cmd := &cobra.Command{
+		Use:   "sandbox [FILE|DIR]...",
+		Short: "Run Muster on an embedded control plane with simulated nodes and report the placement",
+		Long: `Starts a real kube-apiserver and etcd in this process, simulated nodes (the Node
+objects among the manifests, or a default cluster of 4 cpu and 2 GPU nodes), a
+simulated kubelet and the Muster scheduler; applies the manifests; waits until
+nothing changes; and prints where every pod landed and why pending pods wait.`,
+		Example: `  muster sandbox examples
+  muster sandbox --config binpack.yaml examples/plain-pods.yaml
+  muster sandbox --keep --kubeconfig ./sandbox-kubeconfig examples`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if verbosity > 0 {
+				fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+				klog.InitFlags(fs)
+				_ = fs.Set("v", fmt.Sprint(verbosity))
+			} else {
+				controlplane.QuietLogs()
+			}
+			schedConfig, err := readSchedulerConfig(configName)
+			if err != nil {
+				return err
+			}
+			opts.Paths, opts.SchedulerConfig = args, schedConfig
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return sandbox.Run(ctx, opts, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configName, "config", "replace-default.yaml", "KubeSchedulerConfiguration: a file, or the name of a shipped one (replace-default.yaml, second-scheduler.yaml, binpack.yaml)")
+	f.DurationVar(&opts.Settle, "settle", 2*time.Second, "how long nothing may change before the run is over")
+	f.DurationVar(&opts.Timeout, "timeout", 2*time.Minute, "the longest the run may take after the manifests are applied")
+	f.Float64Var(&opts.Speedup, "speedup", 1, "divide simulated run times (annotation sim.muster.dev/run-time) by this")
+	f.BoolVar(&opts.Keep, "keep", false, "keep the sandbox running after the report, for kubectl")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "where to write the sandbox's kubeconfig (with --keep)")
+	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity of the control plane and scheduler (0: no logs)")
+	return cmd
+}
+
+// readSchedulerConfig reads a configuration file, or a shipped one by name.
+func readSchedulerConfig(name string) ([]byte, error) {
+	if data, err := fs.ReadFile(config.FS, name); err == nil {
+		return data, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s is neither a shipped configuration nor a readable file: %w", name, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,200 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/controlplane"
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+// report is the state of the sandbox cluster at the end of a run.
+type report struct {
+	Elapsed   time.Duration
+	Nodes     []nodeRow
+	Pending   []*v1.Pod
+	Finished  map[v1.PodPhase]int
+	PodGroups []v1alpha1.PodGroup
+	Queues    []v1alpha1.Queue
+	total     int
+}
+
+type nodeRow struct {
+	node *v1.Node
+	used v1.ResourceList
+	pods []string
+}
+
+func collect(ctx context.Context, cp *controlplane.ControlPlane) (*report, error) {
+	nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pods, err := cp.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	groups, err := cp.Muster.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	queues, err := cp.Muster.SchedulingV1alpha1().Queues().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	r := &report{Finished: map[v1.PodPhase]int{}, PodGroups: groups.Items, Queues: queues.Items, total: len(pods.Items)}
+	rows := map[string]*nodeRow{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		rows[n.Name] = &nodeRow{node: n, used: v1.ResourceList{}}
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		switch {
+		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
+			r.Finished[p.Status.Phase]++
+		case p.Spec.NodeName == "":
+			r.Pending = append(r.Pending, p)
+		default:
+			row := rows[p.Spec.NodeName]
+			if row == nil {
+				continue
+			}
+			addTo(row.used, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+			row.pods = append(row.pods, p.Namespace+"/"+p.Name)
+		}
+	}
+	for _, row := range rows {
+		sort.Strings(row.pods)
+		r.Nodes = append(r.Nodes, *row)
+	}
+	sort.Slice(r.Nodes, func(i, j int) bool { return r.Nodes[i].node.Name < r.Nodes[j].node.Name })
+	sort.Slice(r.Pending, func(i, j int) bool {
+		return r.Pending[i].Namespace+"/"+r.Pending[i].Name < r.Pending[j].Namespace+"/"+r.Pending[j].Name
+	})
+	return r, nil
+}
+
+func addTo(sum, add v1.ResourceList) {
+	for name, q := range add {
+		cur := sum[name]
+		cur.Add(q)
+		sum[name] = cur
+	}
+}
+
+func (r *report) write(out io.Writer) {
+	bound := 0
+	for _, n := range r.Nodes {
+		bound += len(n.pods)
+	}
+	fmt.Fprintf(out, "Muster sandbox: %d nodes, %d pods — %d placed, %d pending, %d succeeded, %d failed (settled %.1fs after the manifests were applied)\n\n",
+		len(r.Nodes), r.total, bound, len(r.Pending), r.Finished[v1.PodSucceeded], r.Finished[v1.PodFailed], r.Elapsed.Seconds())
+
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tCPU\tMEMORY\tGPU\tPODS")
+	for _, n := range r.Nodes {
+		alloc := n.node.Status.Allocatable
+		gpu := "-"
+		if q, ok := alloc[simulator.GPUResource]; ok && !q.IsZero() {
+			gpu = fmt.Sprintf("%s/%s", qty(n.used, simulator.GPUResource), q.String())
+		}
+		pods := "-"
+		if len(n.pods) > 0 {
+			pods = strings.Join(n.pods, " ")
+		}
+		fmt.Fprintf(w, "%s\t%s/%s\t%s/%s\t%s\t%s\n", n.node.Name,
+			qty(n.used, v1.ResourceCPU), qty(alloc, v1.ResourceCPU),
+			qty(n.used, v1.ResourceMemory), qty(alloc, v1.ResourceMemory), gpu, pods)
+	}
+	w.Flush()
+
+	if len(r.PodGroups) > 0 {
+		fmt.Fprintln(out, "\nPOD GROUPS")
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "GROUP\tQUEUE\tPHASE\tMIN\tSCHEDULED\tWHY")
+		for _, g := range r.PodGroups {
+			fmt.Fprintf(w, "%s/%s\t%s\t%s\t%d\t%d\t%s\n", g.Namespace, g.Name, orDash(g.Spec.Queue), orDash(string(g.Status.Phase)),
+				g.Spec.MinMember, g.Status.Scheduled, conditionMessages(g.Status.Conditions))
+		}
+		w.Flush()
+	}
+	if len(r.Queues) > 0 {
+		fmt.Fprintln(out, "\nQUEUES")
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "QUEUE\tWEIGHT\tSTATE\tALLOCATED\tDESERVED\tWHY")
+		for _, q := range r.Queues {
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", q.Name, q.Spec.Weight, orDash(string(q.Status.State)),
+				list(q.Status.Allocated), list(q.Status.Deserved), conditionMessages(q.Status.Conditions))
+		}
+		w.Flush()
+	}
+	if len(r.Pending) > 0 {
+		fmt.Fprintln(out, "\nPENDING")
+		for _, p := range r.Pending {
+			why := scheduledMessage(p)
+			if why == "" {
+				why = "not tried yet"
+			}
+			fmt.Fprintf(out, "  %s/%s: %s\n", p.Namespace, p.Name, why)
+		}
+	}
+}
+
+// qty formats a resource amount for people: cores, binary memory units.
+func qty(l v1.ResourceList, name v1.ResourceName) string {
+	q, ok := l[name]
+	if !ok {
+		return "0"
+	}
+	switch name {
+	case v1.ResourceCPU:
+		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", float64(q.MilliValue())/1000), "0"), ".")
+	case v1.ResourceMemory:
+		return resource.NewQuantity(q.Value(), resource.BinarySI).String()
+	}
+	return q.String()
+}
+
+func list(l v1.ResourceList) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	var parts []string
+	for name := range l {
+		parts = append(parts, string(name)+"="+qty(l, name))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func conditionMessages(conds []metav1.Condition) string {
+	var msgs []string
+	for _, c := range conds {
+		if c.Status != metav1.ConditionTrue && c.Message != "" {
+			msgs = append(msgs, c.Message)
+		}
+	}
+	if len(msgs) == 0 {
+		return "-"
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
