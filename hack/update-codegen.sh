@@ -11,6 +11,8 @@ CONTROLLER_GEN=${CONTROLLER_GEN:-${ROOT}/bin/controller-gen}
 
 # kube_codegen.sh installs its generators into GOBIN: keep them in ./bin.
 export GOBIN="${ROOT}/bin"
+# `go list -m` does not download: on a fresh module cache, fetch first.
+go mod download k8s.io/code-generator
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
 source "${CODEGEN_PKG}/kube_codegen.sh"
 

@@ -7,6 +7,18 @@ import (
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// GangArgs configures the Gang plugin.
+type GangArgs struct {
+	metav1.TypeMeta
+
+	// DefaultScheduleTimeoutSeconds bounds how long placed members wait at
+	// Permit for the rest of their gang, for gangs that set no
+	// scheduleTimeoutSeconds of their own.
+	DefaultScheduleTimeoutSeconds int64
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // BinpackArgs configures the Binpack score plugin.
 type BinpackArgs struct {
 	metav1.TypeMeta

@@ -9,11 +9,13 @@ import (
 	// kube-scheduler's own config scheme.
 	_ "github.com/muster-sched/muster/apis/config/scheme"
 	"github.com/muster-sched/muster/pkg/plugins/binpack"
+	"github.com/muster-sched/muster/pkg/plugins/gang"
 )
 
 // Options registers every Muster plugin with kube-scheduler's command.
 func Options() []app.Option {
 	return []app.Option{
 		app.WithPlugin(binpack.Name, binpack.New),
+		app.WithPlugin(gang.Name, gang.New),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/muster-sched/muster/manifests/scheduler-plugins"
 	"github.com/muster-sched/muster/pkg/controlplane"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
@@ -34,7 +35,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var err error
-	if cluster, err = controlplane.Start(ctx); err != nil {
+	if cluster, err = controlplane.Start(ctx, schedulerplugins.FS); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}

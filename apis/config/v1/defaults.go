@@ -12,6 +12,18 @@ func defaultBinpackResources() []schedulerconfigv1.ResourceSpec {
 	}
 }
 
+// DefaultScheduleTimeoutSeconds is how long placed gang members wait for
+// the rest by default.
+const DefaultScheduleTimeoutSeconds int64 = 60
+
+// SetDefaults_GangArgs sets the default Permit timeout.
+func SetDefaults_GangArgs(obj *GangArgs) {
+	if obj.DefaultScheduleTimeoutSeconds == nil {
+		v := DefaultScheduleTimeoutSeconds
+		obj.DefaultScheduleTimeoutSeconds = &v
+	}
+}
+
 // SetDefaults_BinpackArgs packs on cpu and memory, weight 1 each, unless
 // resources are given.
 func SetDefaults_BinpackArgs(obj *BinpackArgs) {

@@ -30,9 +30,14 @@ import (
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&BinpackArgs{}, func(obj interface{}) { SetObjectDefaults_BinpackArgs(obj.(*BinpackArgs)) })
+	scheme.AddTypeDefaultingFunc(&GangArgs{}, func(obj interface{}) { SetObjectDefaults_GangArgs(obj.(*GangArgs)) })
 	return nil
 }
 
 func SetObjectDefaults_BinpackArgs(in *BinpackArgs) {
 	SetDefaults_BinpackArgs(in)
+}
+
+func SetObjectDefaults_GangArgs(in *GangArgs) {
+	SetDefaults_GangArgs(in)
 }

@@ -24,6 +24,14 @@ func ValidateBinpackArgs(path *field.Path, args *config.BinpackArgs) error {
 	return validateResources(args.Resources, path.Child("resources")).ToAggregate()
 }
 
+// ValidateGangArgs checks that the default timeout is positive.
+func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
+	if args.DefaultScheduleTimeoutSeconds < 1 {
+		return field.ErrorList{field.Invalid(path.Child("defaultScheduleTimeoutSeconds"), args.DefaultScheduleTimeoutSeconds, "must be at least 1")}.ToAggregate()
+	}
+	return nil
+}
+
 func validateResources(resources []schedconfig.ResourceSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(resources) == 0 {

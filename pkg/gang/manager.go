@@ -1,0 +1,477 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	spinformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+	splisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	musterclient "github.com/muster-sched/muster/pkg/generated/clientset/versioned"
+	musterinformers "github.com/muster-sched/muster/pkg/generated/informers/externalversions"
+	musterlisters "github.com/muster-sched/muster/pkg/generated/listers/scheduling/v1alpha1"
+)
+
+// PlanTTL bounds how long a placement plan is followed. Members of a gang
+// are adjacent in the scheduling queue, so a plan is normally used up in
+// milliseconds; one that is not (a member stuck in backoff) is recomputed.
+const PlanTTL = 10 * time.Second
+
+// Manager holds the state of every gang of the cluster. It is shared by all
+// profiles of a scheduler process and safe for concurrent use.
+type Manager struct {
+	mu     sync.RWMutex
+	groups map[Key]*group
+	// epoch counts cluster changes that can make room (a node added or
+	// changed, a pod deleted or finished): a gang that could not be placed
+	// in an epoch is not tried again until the next.
+	epoch uint64
+
+	pgLister    musterlisters.PodGroupLister
+	spLister    splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
+	listenersMu sync.Mutex
+	listeners   []func(Key)
+	onValid     []func(Key, []*v1.Pod)
+	// valid remembers which gangs were valid when last looked at, to tell
+	// when one becomes valid.
+	valid map[Key]bool
+}
+
+type group struct {
+	members map[types.UID]*v1.Pod
+	// reserved holds members this scheduler reserved a node for and has not
+	// yet seen bound, by UID.
+	reserved map[types.UID]string
+	plan     *Plan
+	failure  failure
+	// created is the earliest creation time of any member.
+	created time.Time
+}
+
+// Plan is where a gang's pending members go: decided for the whole gang on
+// one snapshot before any of them reserves.
+type Plan struct {
+	Nodes   map[types.UID]string
+	Created time.Time
+}
+
+type failure struct {
+	epoch   uint64
+	message string
+	at      time.Time
+}
+
+// Clients are what the Manager watches.
+type Clients struct {
+	Kube   kubernetes.Interface
+	Muster musterclient.Interface
+	// SchedulerPlugins is nil when scheduler-plugins' PodGroup CRD is not
+	// installed.
+	SchedulerPlugins spclient.Interface
+	// SchedulerInformers is the scheduler's informer factory: node and pod
+	// events from it mark new epochs.
+	SchedulerInformers informers.SharedInformerFactory
+}
+
+// NewManager builds a Manager and starts its informers; they stop when ctx
+// ends. It returns once they have synced.
+func NewManager(ctx context.Context, c Clients) (*Manager, error) {
+	m := &Manager{groups: map[Key]*group{}, valid: map[Key]bool{}}
+	var synced []cache.InformerSynced
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.updatePod(obj) },
+		UpdateFunc: func(_, obj any) { m.updatePod(obj) },
+		DeleteFunc: m.deletePod,
+	}
+	for _, label := range []string{v1alpha1.LabelPodGroup, v1alpha1.LegacyLabelPodGroup, v1alpha1.SchedulerPluginsLabelPodGroup} {
+		f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = label
+		}))
+		inf := f.Core().V1().Pods().Informer()
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+		synced = append(synced, inf.HasSynced)
+		f.Start(ctx.Done())
+	}
+
+	mf := musterinformers.NewSharedInformerFactory(c.Muster, 0)
+	pgInformer := mf.Scheduling().V1alpha1().PodGroups()
+	m.pgLister = pgInformer.Lister()
+	if _, err := pgInformer.Informer().AddEventHandler(m.groupHandler(FamilyMuster)); err != nil {
+		return nil, err
+	}
+	synced = append(synced, pgInformer.Informer().HasSynced)
+	mf.Start(ctx.Done())
+
+	if c.SchedulerPlugins != nil {
+		sf := spinformers.NewSharedInformerFactory(c.SchedulerPlugins, 0)
+		spInformer := sf.Scheduling().V1alpha1().PodGroups()
+		m.spLister = spInformer.Lister()
+		if _, err := spInformer.Informer().AddEventHandler(m.groupHandler(FamilySchedulerPlugins)); err != nil {
+			return nil, err
+		}
+		synced = append(synced, spInformer.Informer().HasSynced)
+		sf.Start(ctx.Done())
+	}
+
+	if c.SchedulerInformers != nil {
+		bump := func(any) { m.bumpEpoch() }
+		if _, err := c.SchedulerInformers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: bump, UpdateFunc: func(_, o any) { bump(o) }, DeleteFunc: bump,
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := c.SchedulerInformers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			DeleteFunc: bump,
+		}); err != nil {
+			return nil, err
+		}
+	}
+
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
+		return nil, fmt.Errorf("gang informers did not sync")
+	}
+	return m, nil
+}
+
+// OnChange registers f to be called with the key of every gang whose
+// members, spec or placement changed.
+func (m *Manager) OnChange(f func(Key)) {
+	m.listenersMu.Lock()
+	defer m.listenersMu.Unlock()
+	m.listeners = append(m.listeners, f)
+}
+
+// OnValid registers f to be called when a gang becomes valid, with its
+// pending members: the scheduler may have checked them against an older
+// view of the gang and parked them.
+func (m *Manager) OnValid(f func(Key, []*v1.Pod)) {
+	m.listenersMu.Lock()
+	defer m.listenersMu.Unlock()
+	m.onValid = append(m.onValid, f)
+}
+
+func (m *Manager) notify(key Key) {
+	m.listenersMu.Lock()
+	ls, vs := m.listeners, m.onValid
+	m.listenersMu.Unlock()
+	for _, f := range ls {
+		f(key)
+	}
+	if len(vs) == 0 {
+		return
+	}
+	m.mu.Lock()
+	s := m.statusLocked(key)
+	became := s.Invalid == "" && !m.valid[key]
+	if s.Invalid == "" {
+		m.valid[key] = true
+	} else {
+		delete(m.valid, key)
+	}
+	m.mu.Unlock()
+	if became {
+		pending := m.PendingMembers(key)
+		for _, f := range vs {
+			f(key, pending)
+		}
+	}
+}
+
+func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
+	notify := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if o, ok := obj.(metav1.Object); ok {
+			m.notify(Key{family, o.GetNamespace(), o.GetName()})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }, DeleteFunc: notify,
+	}
+}
+
+func (m *Manager) bumpEpoch() {
+	m.mu.Lock()
+	m.epoch++
+	m.mu.Unlock()
+}
+
+func (m *Manager) updatePod(obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	key, ok := KeyOf(pod)
+	if !ok {
+		// The label was removed: the pod left its gang.
+		m.deletePod(pod)
+		return
+	}
+	m.mu.Lock()
+	g := m.groupLocked(key)
+	g.members[pod.UID] = pod
+	if pod.Spec.NodeName != "" {
+		delete(g.reserved, pod.UID)
+	}
+	if c := pod.CreationTimestamp.Time; g.created.IsZero() || c.Before(g.created) {
+		g.created = c
+	}
+	m.mu.Unlock()
+	m.notify(key)
+}
+
+func (m *Manager) deletePod(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	var changed []Key
+	m.mu.Lock()
+	// The pod may have changed gangs since it was indexed: look everywhere
+	// it could be (gangs are few compared with pods' events).
+	for key, g := range m.groups {
+		if _, ok := g.members[pod.UID]; !ok {
+			continue
+		}
+		delete(g.members, pod.UID)
+		delete(g.reserved, pod.UID)
+		if g.plan != nil {
+			if _, planned := g.plan.Nodes[pod.UID]; planned {
+				g.plan = nil
+			}
+		}
+		if len(g.members) == 0 {
+			delete(m.groups, key)
+		}
+		changed = append(changed, key)
+	}
+	m.mu.Unlock()
+	for _, k := range changed {
+		m.notify(k)
+	}
+}
+
+func (m *Manager) groupLocked(key Key) *group {
+	g := m.groups[key]
+	if g == nil {
+		g = &group{members: map[types.UID]*v1.Pod{}, reserved: map[types.UID]string{}}
+		m.groups[key] = g
+	}
+	return g
+}
+
+// Status returns the gang's current status.
+func (m *Manager) Status(key Key) Status {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.statusLocked(key)
+}
+
+func (m *Manager) statusLocked(key Key) Status {
+	g := m.groups[key]
+	if g == nil {
+		g = &group{}
+	}
+	var live []*v1.Pod
+	for _, p := range g.members {
+		if p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	pg, sp := m.sourceObjects(key)
+	spec, err := resolveSpec(key, live, pg, sp, m.spLister != nil)
+	s := computeStatus(key, spec, err, g.members, g.reserved)
+	s.Waiting = g.failure.message
+	return s
+}
+
+// sourceObjects returns the PodGroup objects that may define the gang.
+func (m *Manager) sourceObjects(key Key) (*v1alpha1.PodGroup, *spv1alpha1.PodGroup) {
+	switch key.Family {
+	case FamilyMuster:
+		pg, err := m.pgLister.PodGroups(key.Namespace).Get(key.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
+		}
+		return pg, nil
+	case FamilySchedulerPlugins:
+		if m.spLister == nil {
+			return nil, nil
+		}
+		sp, _ := m.spLister.PodGroups(key.Namespace).Get(key.Name)
+		return nil, sp
+	}
+	return nil, nil
+}
+
+// Keys returns the keys of every gang with members or a PodGroup.
+func (m *Manager) Keys() []Key {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	keys := make([]Key, 0, len(m.groups))
+	for k := range m.groups {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// CreationTime orders gangs in the scheduling queue: the PodGroup's creation
+// time, else the earliest member's.
+func (m *Manager) CreationTime(key Key) time.Time {
+	if key.Family == FamilyMuster {
+		if pg, err := m.pgLister.PodGroups(key.Namespace).Get(key.Name); err == nil {
+			return pg.CreationTimestamp.Time
+		}
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if g := m.groups[key]; g != nil {
+		return g.created
+	}
+	return time.Time{}
+}
+
+// Reserve records that this scheduler reserved node for the member uid.
+// Idempotent; Unreserve undoes it.
+func (m *Manager) Reserve(key Key, uid types.UID, node string) {
+	m.mu.Lock()
+	g := m.groupLocked(key)
+	g.reserved[uid] = node
+	ready := g.plan != nil && planUsedUp(g)
+	if ready {
+		g.plan = nil
+	}
+	m.mu.Unlock()
+	m.notify(key)
+}
+
+func planUsedUp(g *group) bool {
+	for uid := range g.plan.Nodes {
+		if _, ok := g.reserved[uid]; !ok {
+			if p := g.members[uid]; p == nil || p.Spec.NodeName == "" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Unreserve forgets the reservation of member uid and drops the gang's plan:
+// the gang will be placed afresh.
+func (m *Manager) Unreserve(key Key, uid types.UID) {
+	m.mu.Lock()
+	if g := m.groups[key]; g != nil {
+		delete(g.reserved, uid)
+		g.plan = nil
+	}
+	m.mu.Unlock()
+	m.notify(key)
+}
+
+// PlannedNode returns the node the gang's plan gives member uid, if a live
+// plan does.
+func (m *Manager) PlannedNode(key Key, uid types.UID, now time.Time) (node string, planned, hasPlan bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil || g.plan == nil || now.Sub(g.plan.Created) > PlanTTL {
+		return "", false, false
+	}
+	node, planned = g.plan.Nodes[uid]
+	return node, planned, true
+}
+
+// SetPlan records where the gang's pending members go.
+func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
+	m.mu.Lock()
+	g := m.groupLocked(key)
+	g.plan = &Plan{Nodes: nodes, Created: now}
+	g.failure = failure{}
+	m.mu.Unlock()
+	m.notify(key)
+}
+
+// DropPlan forgets the gang's plan.
+func (m *Manager) DropPlan(key Key) {
+	m.mu.Lock()
+	if g := m.groups[key]; g != nil {
+		g.plan = nil
+	}
+	m.mu.Unlock()
+}
+
+// RecordFailure records why the gang could not be placed in this epoch.
+func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
+	m.mu.Lock()
+	g := m.groupLocked(key)
+	changed := g.failure.message != message
+	g.failure = failure{epoch: m.epoch, message: message, at: now}
+	g.plan = nil
+	m.mu.Unlock()
+	if changed {
+		m.notify(key)
+	}
+}
+
+// FailedThisEpoch returns the message of a placement failure recorded since
+// the cluster last changed, if there is one.
+func (m *Manager) FailedThisEpoch(key Key) (string, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil || g.failure.message == "" || g.failure.epoch != m.epoch {
+		return "", false
+	}
+	return g.failure.message, true
+}
+
+// PendingMembers returns the live members that are neither bound nor
+// reserved, oldest first.
+func (m *Manager) PendingMembers(key Key) []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return nil
+	}
+	var out []*v1.Pod
+	for uid, p := range g.members {
+		if _, reserved := g.reserved[uid]; reserved || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodFailed || p.Status.Phase == v1.PodSucceeded {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreationTimestamp.Equal(&out[j].CreationTimestamp) {
+			return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// SchedulerPluginsInstalled reports whether scheduler-plugins' PodGroup CRD
+// was served when the Manager started.
+func (m *Manager) SchedulerPluginsInstalled() bool { return m.spLister != nil }

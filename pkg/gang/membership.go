@@ -1,0 +1,90 @@
+// Package gang resolves pods to gangs and keeps, for every gang, its members,
+// the members this scheduler has placed, and the placement plan its pending
+// members follow. All of it is rebuilt from informers after a restart except
+// reservations and plans, which live only as long as the scheduling cycles
+// that made them.
+package gang
+
+import (
+	"fmt"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+)
+
+// Family is the label family through which a pod names its gang. Families
+// are resolved in this order when a pod carries several.
+type Family string
+
+const (
+	// FamilyMuster: muster.dev/pod-group, naming a Muster PodGroup or, with
+	// muster.dev/min-available, a label-only group.
+	FamilyMuster Family = "muster"
+	// FamilyLegacy: pod-group.scheduling.sigs.k8s.io/{name,min-available}.
+	FamilyLegacy Family = "legacy"
+	// FamilySchedulerPlugins: scheduling.x-k8s.io/pod-group, naming a
+	// scheduler-plugins PodGroup.
+	FamilySchedulerPlugins Family = "scheduler-plugins"
+)
+
+// Key identifies a gang.
+type Key struct {
+	Family    Family
+	Namespace string
+	Name      string
+}
+
+func (k Key) String() string { return fmt.Sprintf("%s/%s (%s)", k.Namespace, k.Name, k.Family) }
+
+// membership is what a pod's labels say about its gang.
+type membership struct {
+	key Key
+	// minAvailable is the pod's min-available label; hasMin says whether it
+	// carries one.
+	minAvailable string
+	hasMin       bool
+}
+
+// membershipOf reads the pod's gang from its labels; ok is false for a pod
+// in no gang.
+func membershipOf(pod *v1.Pod) (m membership, ok bool) {
+	l := pod.Labels
+	if name := l[v1alpha1.LabelPodGroup]; name != "" {
+		min, hasMin := l[v1alpha1.LabelMinAvailable]
+		return membership{key: Key{FamilyMuster, pod.Namespace, name}, minAvailable: min, hasMin: hasMin}, true
+	}
+	if name := l[v1alpha1.LegacyLabelPodGroup]; name != "" {
+		min, hasMin := l[v1alpha1.LegacyLabelMinAvailable]
+		return membership{key: Key{FamilyLegacy, pod.Namespace, name}, minAvailable: min, hasMin: hasMin}, true
+	}
+	if name := l[v1alpha1.SchedulerPluginsLabelPodGroup]; name != "" {
+		return membership{key: Key{FamilySchedulerPlugins, pod.Namespace, name}}, true
+	}
+	return membership{}, false
+}
+
+// KeyOf returns the gang the pod belongs to, if any.
+func KeyOf(pod *v1.Pod) (Key, bool) {
+	m, ok := membershipOf(pod)
+	return m.key, ok
+}
+
+// parseMinAvailable reads a min-available label value.
+func parseMinAvailable(label, value string) (int32, error) {
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("label %s=%q is not a whole number >= 1", label, value)
+	}
+	return int32(n), nil
+}
+
+// RoleOf returns the pod's role in its gang: the muster.dev/role label, else
+// Volcano's volcano.sh/task-spec annotation, else "".
+func RoleOf(pod *v1.Pod) string {
+	if r := pod.Labels[v1alpha1.LabelRole]; r != "" {
+		return r
+	}
+	return pod.Annotations[v1alpha1.VolcanoAnnotationTaskSpec]
+}

@@ -1,0 +1,137 @@
+package gang
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+)
+
+// Spec is what a gang requires, whichever source defines it.
+type Spec struct {
+	MinMember     int32
+	MinTaskMember map[string]int32
+	// MinResources as given by the source; empty when it gives none.
+	MinResources v1.ResourceList
+	Queue        string
+	// Timeout bounds the wait of placed members at Permit; 0 means the
+	// scheduler's default.
+	Timeout time.Duration
+	// PodGroup is the Muster PodGroup defining the gang, if one does.
+	PodGroup *v1alpha1.PodGroup
+}
+
+// resolveSpec derives a gang's spec from its source. A gang that cannot be
+// scheduled as specified gets an error saying why, in words for its users.
+func resolveSpec(key Key, members []*v1.Pod, pg *v1alpha1.PodGroup, sp *spv1alpha1.PodGroup, spInstalled bool) (Spec, error) {
+	switch key.Family {
+	case FamilyMuster:
+		if pg != nil {
+			return Spec{
+				MinMember:     pg.Spec.MinMember,
+				MinTaskMember: pg.Spec.MinTaskMember,
+				MinResources:  v1.ResourceList(pg.Spec.MinResources),
+				Queue:         pg.Spec.Queue,
+				Timeout:       seconds(pg.Spec.ScheduleTimeoutSeconds),
+				PodGroup:      pg,
+			}, nil
+		}
+		min, err := labelMinMember(members, v1alpha1.LabelMinAvailable)
+		if err != nil {
+			return Spec{}, fmt.Errorf("PodGroup %s/%s does not exist and %w", key.Namespace, key.Name, err)
+		}
+		queue, err := agreedQueue(members)
+		if err != nil {
+			return Spec{}, err
+		}
+		return Spec{MinMember: min, Queue: queue}, nil
+	case FamilyLegacy:
+		min, err := labelMinMember(members, v1alpha1.LegacyLabelMinAvailable)
+		if err != nil {
+			return Spec{}, err
+		}
+		queue, err := agreedQueue(members)
+		if err != nil {
+			return Spec{}, err
+		}
+		return Spec{MinMember: min, Queue: queue}, nil
+	case FamilySchedulerPlugins:
+		if !spInstalled {
+			return Spec{}, fmt.Errorf("pods name scheduler-plugins PodGroup %s/%s but its CRD (scheduling.x-k8s.io) was not installed when the scheduler started", key.Namespace, key.Name)
+		}
+		if sp == nil {
+			return Spec{}, fmt.Errorf("scheduler-plugins PodGroup %s/%s does not exist", key.Namespace, key.Name)
+		}
+		if sp.Spec.MinMember < 1 {
+			return Spec{}, fmt.Errorf("scheduler-plugins PodGroup %s/%s has minMember %d; want >= 1", key.Namespace, key.Name, sp.Spec.MinMember)
+		}
+		queue, err := agreedQueue(members)
+		if err != nil {
+			return Spec{}, err
+		}
+		return Spec{MinMember: sp.Spec.MinMember, MinResources: sp.Spec.MinResources, Queue: queue, Timeout: seconds(sp.Spec.ScheduleTimeoutSeconds)}, nil
+	}
+	return Spec{}, fmt.Errorf("unknown gang family %q", key.Family)
+}
+
+func seconds(s *int32) time.Duration {
+	if s == nil {
+		return 0
+	}
+	return time.Duration(*s) * time.Second
+}
+
+// labelMinMember reads the min-available label every member must carry with
+// the same value.
+func labelMinMember(members []*v1.Pod, label string) (int32, error) {
+	values := map[string][]string{}
+	for _, p := range members {
+		v, ok := p.Labels[label]
+		if !ok {
+			return 0, fmt.Errorf("pod %s has no %s label", p.Name, label)
+		}
+		values[v] = append(values[v], p.Name)
+	}
+	if len(values) > 1 {
+		return 0, fmt.Errorf("members disagree on %s: %s", label, describeValues(values))
+	}
+	for v := range values {
+		return parseMinAvailable(label, v)
+	}
+	return 0, fmt.Errorf("the group has no members")
+}
+
+// agreedQueue is the muster.dev/queue label the members carry; they must
+// agree.
+func agreedQueue(members []*v1.Pod) (string, error) {
+	values := map[string][]string{}
+	for _, p := range members {
+		values[p.Labels[v1alpha1.LabelQueue]] = append(values[p.Labels[v1alpha1.LabelQueue]], p.Name)
+	}
+	if len(values) > 1 {
+		return "", fmt.Errorf("members disagree on %s: %s", v1alpha1.LabelQueue, describeValues(values))
+	}
+	for v := range values {
+		return v, nil
+	}
+	return "", nil
+}
+
+// describeValues renders {"3": [a b], "4": [c]} as `"3" (a, b), "4" (c)`.
+func describeValues(values map[string][]string) string {
+	var parts []string
+	for v, pods := range values {
+		sort.Strings(pods)
+		if len(pods) > 3 {
+			pods = append(pods[:3], "…")
+		}
+		parts = append(parts, fmt.Sprintf("%q (%s)", v, strings.Join(pods, ", ")))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}

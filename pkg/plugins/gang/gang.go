@@ -1,0 +1,98 @@
+// Package gang is the scheduler-framework adapter of Muster's gang
+// scheduling: all members of a gang are placed together or none is, and a
+// gang that cannot be placed whole reserves nothing. The gang state lives in
+// pkg/gang, shared by every profile of the process.
+package gang
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-sched/muster/apis/config"
+	"github.com/muster-sched/muster/apis/config/validation"
+	"github.com/muster-sched/muster/pkg/gang"
+)
+
+// Name is the plugin's name in the registry and in configurations.
+const Name = "Gang"
+
+// trialStateKey marks the CycleState of a trial placement, in which the
+// profile's PreFilter plugins run for a sibling member: Gang must then stand
+// aside rather than plan again.
+const trialStateKey fwk.StateKey = Name + "/trial"
+
+// Gang implements gang scheduling.
+type Gang struct {
+	handle     framework.Handle
+	framework  framework.Framework
+	manager    *gang.Manager
+	timeout    time.Duration
+	now        func() time.Time
+	schedulers map[string]bool
+}
+
+var (
+	_ framework.PreEnqueuePlugin  = &Gang{}
+	_ framework.QueueSortPlugin   = &Gang{}
+	_ framework.PreFilterPlugin   = &Gang{}
+	_ framework.PostFilterPlugin  = &Gang{}
+	_ framework.ReservePlugin     = &Gang{}
+	_ framework.PermitPlugin      = &Gang{}
+	_ framework.EnqueueExtensions = &Gang{}
+)
+
+// New builds the plugin. Every profile of the process shares one gang
+// state, built on first use and stopped with ctx.
+func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	args, ok := obj.(*config.GangArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args to be of type GangArgs, got %T", obj)
+	}
+	if err := validation.ValidateGangArgs(field.NewPath("gangArgs"), args); err != nil {
+		return nil, err
+	}
+	fw, ok := h.(framework.Framework)
+	if !ok {
+		return nil, fmt.Errorf("gang scheduling needs the scheduler framework as its handle, got %T", h)
+	}
+	shared, err := sharedState(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return &Gang{
+		handle:    h,
+		framework: fw,
+		manager:   shared.manager,
+		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,
+		now:       time.Now,
+	}, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Gang) Name() string { return Name }
+
+// keyOf returns the pod's gang, if it has one.
+func keyOf(pod *v1.Pod) (gang.Key, bool) { return gang.KeyOf(pod) }
+
+// PreEnqueue keeps a member out of the active queue until its gang is valid:
+// enough members exist (per role too) and its labels or PodGroup make sense.
+func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	key, ok := keyOf(pod)
+	if !ok {
+		return nil
+	}
+	s := pl.manager.Status(key)
+	if s.Invalid != "" {
+		klog.FromContext(ctx).V(5).Info("Gang not valid yet", "pod", klog.KObj(pod), "gang", key, "reason", s.Invalid)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gang "+key.Namespace+"/"+key.Name+": "+s.Invalid)
+	}
+	return nil
+}

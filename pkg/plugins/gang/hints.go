@@ -1,0 +1,82 @@
+package gang
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/muster-sched/muster/pkg/gang"
+)
+
+// Custom-resource events, named as the scheduler's dynamic informers want.
+const (
+	musterPodGroups           fwk.EventResource = "podgroups.v1alpha1.scheduling.muster.dev"
+	schedulerPluginsPodGroups fwk.EventResource = "podgroups.v1alpha1.scheduling.x-k8s.io"
+)
+
+// EventsToRegister lists the events that can make a rejected member
+// schedulable, each with a hint that skips events that cannot.
+func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	events := []fwk.ClusterEventWithHint{
+		// A new member can make the gang valid; a bound sibling can make it
+		// ready for members waiting behind a plan.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodLabel}, QueueingHintFn: isSibling},
+		// A pod leaving a node frees room.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: freesRoom},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}},
+		{Event: fwk.ClusterEvent{Resource: musterPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: namesGang(gang.FamilyMuster)},
+	}
+	if pl.manager.SchedulerPluginsInstalled() {
+		events = append(events, fwk.ClusterEventWithHint{
+			Event: fwk.ClusterEvent{Resource: schedulerPluginsPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: namesGang(gang.FamilySchedulerPlugins),
+		})
+	}
+	return events, nil
+}
+
+func isSibling(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	other, ok := newObj.(*v1.Pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	a, ok := keyOf(pod)
+	if b, okb := keyOf(other); ok && okb && a == b {
+		logger.V(5).Info("Sibling changed: requeue", "pod", klog.KObj(pod), "sibling", klog.KObj(other))
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+func freesRoom(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	deleted, _, err := util.As[*v1.Pod](oldObj, nil)
+	if err != nil {
+		return fwk.Queue, nil
+	}
+	if deleted.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// namesGang returns a hint that queues pod when the event's PodGroup is its
+// gang's.
+func namesGang(family gang.Family) fwk.QueueingHintFn {
+	return func(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+		key, ok := keyOf(pod)
+		if !ok || key.Family != family {
+			return fwk.QueueSkip, nil
+		}
+		obj, err := meta.Accessor(newObj)
+		if err != nil {
+			return fwk.Queue, nil
+		}
+		if obj.GetNamespace() == key.Namespace && obj.GetName() == key.Name {
+			return fwk.Queue, nil
+		}
+		return fwk.QueueSkip, nil
+	}
+}

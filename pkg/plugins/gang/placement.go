@@ -1,0 +1,156 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// place finds a node for each member, in order, on this cycle's snapshot
+// with the members placed before it added: the profile's own PreFilter,
+// Filter and Score plugins decide, as they would for each member alone. It
+// returns the plan, or a message saying why the members do not all fit.
+func (pl *Gang) place(ctx context.Context, members []*v1.Pod, placed, minMember int32) (map[types.UID]string, string, error) {
+	nodeInfos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return nil, "", err
+	}
+	// overlay holds copies of the nodes that planned members were added to.
+	overlay := map[string]fwk.NodeInfo{}
+	type plannedPod struct {
+		info fwk.PodInfo
+		node string
+	}
+	var plannedPods []plannedPod
+	plan := make(map[types.UID]string, len(members))
+
+	for i, member := range members {
+		state := framework.NewCycleState()
+		state.Write(trialStateKey, trialMarker{})
+		result, status, _ := pl.framework.RunPreFilterPlugins(ctx, state, member)
+		if !status.IsSuccess() && !status.IsSkip() {
+			if status.IsRejected() {
+				return nil, placeable(placed+int32(i), minMember, member, status.Message()), nil
+			}
+			return nil, "", status.AsError()
+		}
+		for _, p := range plannedPods {
+			if s := pl.framework.RunPreFilterExtensionAddPod(ctx, state, member, p.info, overlay[p.node]); !s.IsSuccess() {
+				return nil, "", s.AsError()
+			}
+		}
+		nodes := nodeInfos
+		if result != nil && result.NodeNames != nil {
+			nodes = nil
+			for _, n := range nodeInfos {
+				if result.NodeNames.Has(n.Node().Name) {
+					nodes = append(nodes, n)
+				}
+			}
+		}
+		feasible, reasons := pl.feasibleNodes(ctx, state, member, nodes, overlay)
+		if len(feasible) == 0 {
+			return nil, placeable(placed+int32(i), minMember, member, summarize(reasons, len(nodes))), nil
+		}
+		node, err := pl.bestNode(ctx, state, member, feasible)
+		if err != nil {
+			return nil, "", err
+		}
+		info, err := framework.NewPodInfo(member)
+		if err != nil {
+			return nil, "", err
+		}
+		if _, ok := overlay[node.Node().Name]; !ok {
+			overlay[node.Node().Name] = node.Snapshot()
+		}
+		overlay[node.Node().Name].AddPodInfo(info)
+		plannedPods = append(plannedPods, plannedPod{info: info, node: node.Node().Name})
+		plan[member.UID] = node.Node().Name
+	}
+	return plan, "", nil
+}
+
+// feasibleNodes runs the filters for member on every node (with the planned
+// members added), in parallel, and counts the reasons of rejections.
+func (pl *Gang) feasibleNodes(ctx context.Context, state fwk.CycleState, member *v1.Pod, nodes []fwk.NodeInfo, overlay map[string]fwk.NodeInfo) ([]fwk.NodeInfo, map[string]int) {
+	fits := make([]fwk.NodeInfo, len(nodes))
+	var mu sync.Mutex
+	reasons := map[string]int{}
+	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
+		n := nodes[i]
+		if o, ok := overlay[n.Node().Name]; ok {
+			n = o
+		}
+		s := pl.framework.RunFilterPluginsWithNominatedPods(ctx, state, member, n)
+		if s.IsSuccess() {
+			fits[i] = n
+			return
+		}
+		mu.Lock()
+		for _, r := range s.Reasons() {
+			reasons[r]++
+		}
+		mu.Unlock()
+	}, Name)
+	var out []fwk.NodeInfo
+	for _, n := range fits {
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	return out, reasons
+}
+
+// bestNode scores the feasible nodes with the profile's score plugins and
+// returns the highest; ties go to the first node by name.
+func (pl *Gang) bestNode(ctx context.Context, state fwk.CycleState, member *v1.Pod, feasible []fwk.NodeInfo) (fwk.NodeInfo, error) {
+	if len(feasible) == 1 {
+		return feasible[0], nil
+	}
+	if s := pl.framework.RunPreScorePlugins(ctx, state, member, feasible); !s.IsSuccess() {
+		return nil, s.AsError()
+	}
+	scores, s := pl.framework.RunScorePlugins(ctx, state, member, feasible)
+	if !s.IsSuccess() {
+		return nil, s.AsError()
+	}
+	best := 0
+	for i := range scores {
+		if scores[i].TotalScore > scores[best].TotalScore ||
+			scores[i].TotalScore == scores[best].TotalScore && scores[i].Name < scores[best].Name {
+			best = i
+		}
+	}
+	for _, n := range feasible {
+		if n.Node().Name == scores[best].Name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("scored node %q is not among the feasible nodes", scores[best].Name)
+}
+
+// placeable says how far the gang got: "placeable 3/4: …".
+func placeable(placeable, minMember int32, member *v1.Pod, why string) string {
+	return fmt.Sprintf("placeable %d/%d: member %s fits no node: %s", placeable, minMember, member.Name, why)
+}
+
+// summarize renders reason counts as kube-scheduler does: "3 Insufficient
+// cpu, 1 node(s) had untolerated taint(s)".
+func summarize(reasons map[string]int, nodes int) string {
+	if nodes == 0 {
+		return "no node is eligible"
+	}
+	parts := make([]string, 0, len(reasons))
+	for r, n := range reasons {
+		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
