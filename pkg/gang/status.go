@@ -20,10 +20,10 @@ type Status struct {
 	Invalid string
 	// Members counts every member pod; Live those neither failed nor being
 	// deleted.
-	Members, Live                     int32
-	Scheduled, Running, Succeeded     int32
-	Failed, Placed                    int32
-	LiveByRole, PlacedByRole          map[string]int32
+	Members, Live                 int32
+	Scheduled, Running, Succeeded int32
+	Failed, Placed                int32
+	LiveByRole, PlacedByRole      map[string]int32
 	// Waiting says why the gang's pending members last failed to place.
 	Waiting string
 }
