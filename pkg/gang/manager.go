@@ -472,6 +472,9 @@ func (m *Manager) PendingMembers(key Key) []*v1.Pod {
 	return out
 }
 
+// PodGroupLister lists Muster PodGroups from the Manager's informer.
+func (m *Manager) PodGroupLister() musterlisters.PodGroupLister { return m.pgLister }
+
 // SchedulerPluginsInstalled reports whether scheduler-plugins' PodGroup CRD
 // was served when the Manager started.
 func (m *Manager) SchedulerPluginsInstalled() bool { return m.spLister != nil }

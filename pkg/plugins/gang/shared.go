@@ -7,14 +7,19 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/controllers"
+	"github.com/muster-sched/muster/pkg/controllers/podgroup"
 	"github.com/muster-sched/muster/pkg/gang"
 	musterclient "github.com/muster-sched/muster/pkg/generated/clientset/versioned"
 )
@@ -68,6 +73,9 @@ func sharedState(ctx context.Context, h framework.Handle) (*shared, error) {
 		delete(byScheduler, factory)
 		sharedMu.Unlock()
 	}()
+	if err := startControllers(ctx, h, clients, m); err != nil {
+		return nil, err
+	}
 	klog.FromContext(ctx).Info("Gang state started", "schedulerPluginsPodGroups", m.SchedulerPluginsInstalled())
 	return s, nil
 }
@@ -116,4 +124,25 @@ func clientsFor(kubeConfig *rest.Config) (gang.Clients, error) {
 		}
 	}
 	return c, nil
+}
+
+// startControllers runs the status controllers on the elected replica and
+// an event recorder for them; all stop with ctx.
+func startControllers(ctx context.Context, h framework.Handle, clients gang.Clients, m *gang.Manager) error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: h.ClientSet().EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	recorder := broadcaster.NewRecorder(scheme, "muster-scheduler")
+	pgController := podgroup.New(clients.Muster, m.PodGroupLister(), m, recorder)
+	go func() {
+		defer broadcaster.Shutdown()
+		controllers.RunWhenLeader(ctx, h.ClientSet(), controllers.Namespace(), pgController.Run)
+	}()
+	return nil
 }

@@ -1,0 +1,202 @@
+package podgroup
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/gang"
+	musterclient "github.com/muster-sched/muster/pkg/generated/clientset/versioned"
+	musterlisters "github.com/muster-sched/muster/pkg/generated/listers/scheduling/v1alpha1"
+)
+
+// resyncPeriod re-examines every gang, for changes no event announces
+// (a plan that expired, a failure that aged).
+const resyncPeriod = 30 * time.Second
+
+// maxMemberEvents bounds the Events recorded on the members of a gang with
+// no PodGroup, so that a large gang does not flood the Events API.
+const maxMemberEvents = 20
+
+// Controller writes PodGroup status and records Events for gangs that wait.
+type Controller struct {
+	client   musterclient.Interface
+	lister   musterlisters.PodGroupLister
+	manager  *gang.Manager
+	recorder events.EventRecorder
+
+	mu sync.Mutex
+	// queue exists while the controller runs (while it leads).
+	queue workqueue.TypedRateLimitingInterface[gang.Key]
+	// announced is the last waiting reason announced per gang, so that an
+	// Event is recorded once per reason, not once per sync.
+	announced map[gang.Key]string
+}
+
+// New builds the controller; Run starts it.
+func New(client musterclient.Interface, lister musterlisters.PodGroupLister, manager *gang.Manager, recorder events.EventRecorder) *Controller {
+	c := &Controller{
+		client:    client,
+		lister:    lister,
+		manager:   manager,
+		recorder:  recorder,
+		announced: map[gang.Key]string{},
+	}
+	manager.OnChange(c.enqueue)
+	return c
+}
+
+func (c *Controller) enqueue(key gang.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queue != nil {
+		c.queue.Add(key)
+	}
+}
+
+// Run syncs gangs until ctx ends; it may run again later (when this
+// replica leads again). One worker writes, so Events and announcements need
+// no locking.
+func (c *Controller) Run(ctx context.Context) {
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[gang.Key](),
+		workqueue.TypedRateLimitingQueueConfig[gang.Key]{Name: "muster-podgroup-status"})
+	c.mu.Lock()
+	c.queue = queue
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.queue = nil
+		c.mu.Unlock()
+		queue.ShutDown()
+	}()
+	klog.FromContext(ctx).Info("Starting PodGroup status controller")
+	go wait.UntilWithContext(ctx, func(context.Context) {
+		for _, k := range c.manager.Keys() {
+			queue.Add(k)
+		}
+	}, resyncPeriod)
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	for c.processNext(ctx, queue) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[gang.Key]) bool {
+	key, quit := queue.Get()
+	if quit {
+		return false
+	}
+	defer queue.Done(key)
+	requeue, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Syncing PodGroup status", "gang", key)
+		queue.AddRateLimited(key)
+	case requeue:
+		queue.AddRateLimited(key)
+	default:
+		queue.Forget(key)
+	}
+	return true
+}
+
+// sync writes the gang's PodGroup status; requeue asks for another try
+// after a conflict, once the lister has caught up.
+func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err error) {
+	s := c.manager.Status(key)
+	c.announce(ctx, key, &s)
+	if key.Family != gang.FamilyMuster {
+		return false, nil // Muster writes status only for its own PodGroups
+	}
+	pg, err := c.lister.PodGroups(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		delete(c.announced, key)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	status := desiredStatus(pg, &s, time.Now())
+	if equality.Semantic.DeepEqual(status, pg.Status) {
+		return false, nil
+	}
+	if status.Phase != pg.Status.Phase && pg.Status.Phase != "" {
+		c.recorder.Eventf(pg, nil, v1.EventTypeNormal, string(status.Phase), "Schedule",
+			"phase %s -> %s: %d scheduled, %d running, %d succeeded, %d failed", pg.Status.Phase, status.Phase,
+			status.Scheduled, status.Running, status.Succeeded, status.Failed)
+	}
+	updated := pg.DeepCopy()
+	updated.Status = status
+	_, err = c.client.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil // deleted meanwhile: nothing to write
+	case apierrors.IsConflict(err):
+		return true, nil // a newer object is on its way to the lister
+	}
+	return false, err
+}
+
+// desiredStatus is the status pg should have given its gang's state.
+func desiredStatus(pg *v1alpha1.PodGroup, s *gang.Status, now time.Time) v1alpha1.PodGroupStatus {
+	status := *pg.Status.DeepCopy()
+	status.Phase = phaseOf(s, pg.Status.Phase)
+	status.Scheduled, status.Running, status.Succeeded, status.Failed = s.Scheduled, s.Running, s.Succeeded, s.Failed
+	status.ObservedGeneration = pg.Generation
+	if status.ScheduleStartTime == nil && status.Phase != v1alpha1.PodGroupPending {
+		t := metav1.NewTime(now)
+		status.ScheduleStartTime = &t
+	}
+	cond := scheduledCondition(s, status.Phase, pg.Generation)
+	// SetStatusCondition keeps LastTransitionTime unless the status flips.
+	meta.SetStatusCondition(&status.Conditions, cond)
+	return status
+}
+
+// announce records a Warning Event when the reason a gang waits changes:
+// on the PodGroup for Muster PodGroups, on the pending members otherwise.
+func (c *Controller) announce(ctx context.Context, key gang.Key, s *gang.Status) {
+	reason, msg := "", ""
+	switch {
+	case s.Invalid != "" && s.Members > 0:
+		reason, msg = ReasonInvalid, s.Invalid
+	case s.Waiting != "" && !s.Ready():
+		reason, msg = ReasonUnschedulable, s.Waiting
+	}
+	if msg == c.announced[key] {
+		return
+	}
+	if msg == "" {
+		delete(c.announced, key)
+		return
+	}
+	c.announced[key] = msg
+	klog.FromContext(ctx).V(2).Info("Gang waits", "gang", key, "reason", reason, "message", msg)
+	if key.Family == gang.FamilyMuster {
+		if pg, err := c.lister.PodGroups(key.Namespace).Get(key.Name); err == nil {
+			c.recorder.Eventf(pg, nil, v1.EventTypeWarning, reason, "Schedule", "%s", msg)
+			return
+		}
+	}
+	pending := c.manager.PendingMembers(key)
+	if len(pending) > maxMemberEvents {
+		pending = pending[:maxMemberEvents]
+	}
+	for _, p := range pending {
+		c.recorder.Eventf(p, nil, v1.EventTypeWarning, "Gang"+reason, "Schedule", "gang %s: %s", key.Name, msg)
+	}
+}

@@ -1,0 +1,171 @@
+package gang
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
+	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+)
+
+func TestKeyOf(t *testing.T) {
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   Key
+		wantOK bool
+	}{
+		{name: "no gang", labels: map[string]string{v1alpha1.LabelQueue: "q"}},
+		{name: "muster", labels: map[string]string{v1alpha1.LabelPodGroup: "g"}, want: Key{FamilyMuster, "ns", "g"}, wantOK: true},
+		{name: "legacy", labels: map[string]string{v1alpha1.LegacyLabelPodGroup: "g"}, want: Key{FamilyLegacy, "ns", "g"}, wantOK: true},
+		{name: "scheduler-plugins", labels: map[string]string{v1alpha1.SchedulerPluginsLabelPodGroup: "g"}, want: Key{FamilySchedulerPlugins, "ns", "g"}, wantOK: true},
+		{name: "muster wins over the others", labels: map[string]string{
+			v1alpha1.SchedulerPluginsLabelPodGroup: "sp", v1alpha1.LegacyLabelPodGroup: "legacy", v1alpha1.LabelPodGroup: "m",
+		}, want: Key{FamilyMuster, "ns", "m"}, wantOK: true},
+		{name: "legacy wins over scheduler-plugins", labels: map[string]string{
+			v1alpha1.SchedulerPluginsLabelPodGroup: "sp", v1alpha1.LegacyLabelPodGroup: "legacy",
+		}, want: Key{FamilyLegacy, "ns", "legacy"}, wantOK: true},
+		{name: "empty name is no gang", labels: map[string]string{v1alpha1.LabelPodGroup: ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := st.MakePod().Namespace("ns").Name("p").Labels(tt.labels).Obj()
+			got, ok := KeyOf(pod)
+			if ok != tt.wantOK {
+				t.Fatalf("KeyOf ok = %v, want %v", ok, tt.wantOK)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("KeyOf (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func member(name string, labels map[string]string) *v1.Pod {
+	return st.MakePod().Namespace("ns").Name(name).UID(name).Labels(labels).Obj()
+}
+
+func TestResolveSpec(t *testing.T) {
+	muster := Key{FamilyMuster, "ns", "g"}
+	min := func(v string) map[string]string {
+		return map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: v}
+	}
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{
+		MinMember: 3, Queue: "team", MinTaskMember: map[string]int32{"ps": 1}, ScheduleTimeoutSeconds: ptr.To[int32](30),
+	}}
+	tests := []struct {
+		name        string
+		key         Key
+		members     []*v1.Pod
+		pg          *v1alpha1.PodGroup
+		sp          *spv1alpha1.PodGroup
+		spInstalled bool
+		want        Spec
+		wantErr     string
+	}{
+		{name: "PodGroup wins over labels", key: muster, members: []*v1.Pod{member("a", min("9"))}, pg: pg,
+			want: Spec{MinMember: 3, Queue: "team", MinTaskMember: map[string]int32{"ps": 1}, Timeout: 30 * time.Second, PodGroup: pg}},
+		{name: "label group", key: muster, members: []*v1.Pod{member("a", min("2")), member("b", min("2"))}, want: Spec{MinMember: 2}},
+		{name: "label group with a queue", key: muster,
+			members: []*v1.Pod{member("a", map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "1", v1alpha1.LabelQueue: "q"})},
+			want:    Spec{MinMember: 1, Queue: "q"}},
+		{name: "not a number", key: muster, members: []*v1.Pod{member("a", min("abc"))},
+			wantErr: `PodGroup ns/g does not exist and label muster.dev/min-available="abc" is not a whole number >= 1`},
+		{name: "zero", key: muster, members: []*v1.Pod{member("a", min("0"))},
+			wantErr: `PodGroup ns/g does not exist and label muster.dev/min-available="0" is not a whole number >= 1`},
+		{name: "members disagree", key: muster, members: []*v1.Pod{member("a", min("2")), member("b", min("3"))},
+			wantErr: `PodGroup ns/g does not exist and members disagree on muster.dev/min-available: "2" (a), "3" (b)`},
+		{name: "no PodGroup and no label", key: muster, members: []*v1.Pod{member("a", map[string]string{v1alpha1.LabelPodGroup: "g"})},
+			wantErr: "PodGroup ns/g does not exist and pod a has no muster.dev/min-available label"},
+		{name: "members disagree on queue", key: muster, members: []*v1.Pod{
+			member("a", map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "2", v1alpha1.LabelQueue: "x"}),
+			member("b", map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "2", v1alpha1.LabelQueue: "y"}),
+		}, wantErr: `members disagree on muster.dev/queue: "x" (a), "y" (b)`},
+		{name: "legacy", key: Key{FamilyLegacy, "ns", "g"},
+			members: []*v1.Pod{member("a", map[string]string{v1alpha1.LegacyLabelPodGroup: "g", v1alpha1.LegacyLabelMinAvailable: "4"})},
+			want:    Spec{MinMember: 4}},
+		{name: "legacy without min-available", key: Key{FamilyLegacy, "ns", "g"},
+			members: []*v1.Pod{member("a", map[string]string{v1alpha1.LegacyLabelPodGroup: "g"})},
+			wantErr: "pod a has no pod-group.scheduling.sigs.k8s.io/min-available label"},
+		{name: "scheduler-plugins", key: Key{FamilySchedulerPlugins, "ns", "g"}, spInstalled: true,
+			sp:   &spv1alpha1.PodGroup{Spec: spv1alpha1.PodGroupSpec{MinMember: 5, ScheduleTimeoutSeconds: ptr.To[int32](10)}},
+			want: Spec{MinMember: 5, Timeout: 10 * time.Second}},
+		{name: "scheduler-plugins PodGroup missing", key: Key{FamilySchedulerPlugins, "ns", "g"}, spInstalled: true,
+			wantErr: "scheduler-plugins PodGroup ns/g does not exist"},
+		{name: "scheduler-plugins CRD absent", key: Key{FamilySchedulerPlugins, "ns", "g"},
+			wantErr: "pods name scheduler-plugins PodGroup ns/g but its CRD (scheduling.x-k8s.io) was not installed when the scheduler started"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := resolveSpec(tt.key, tt.members, tt.pg, tt.sp, tt.spInstalled)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("spec (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestComputeStatus(t *testing.T) {
+	role := func(p *v1.Pod, r string) *v1.Pod { p.Labels[v1alpha1.LabelRole] = r; return p }
+	bound := func(p *v1.Pod, phase v1.PodPhase) *v1.Pod { p.Spec.NodeName, p.Status.Phase = "n", phase; return p }
+	labels := func() map[string]string { return map[string]string{v1alpha1.LabelPodGroup: "g"} }
+	tests := []struct {
+		name        string
+		spec        Spec
+		members     []*v1.Pod
+		reserved    []string
+		wantInvalid string
+		wantPlaced  int32
+		wantReady   bool
+	}{
+		{name: "too few members", spec: Spec{MinMember: 3}, members: []*v1.Pod{member("a", labels()), member("b", labels())},
+			wantInvalid: "2 members exist, minMember 3"},
+		{name: "failed members do not count", spec: Spec{MinMember: 2},
+			members:     []*v1.Pod{member("a", labels()), bound(member("b", labels()), v1.PodFailed)},
+			wantInvalid: "1 members exist, minMember 2"},
+		{name: "a role short", spec: Spec{MinMember: 2, MinTaskMember: map[string]int32{"ps": 1}},
+			members:     []*v1.Pod{role(member("a", labels()), "worker"), role(member("b", labels()), "worker")},
+			wantInvalid: "role ps: 0 members exist, minTaskMember 1"},
+		{name: "reserved and bound count as placed", spec: Spec{MinMember: 3},
+			members:  []*v1.Pod{member("a", labels()), bound(member("b", labels()), v1.PodRunning), member("c", labels())},
+			reserved: []string{"a", "b"}, wantPlaced: 2},
+		{name: "ready", spec: Spec{MinMember: 2},
+			members:  []*v1.Pod{member("a", labels()), bound(member("b", labels()), v1.PodRunning)},
+			reserved: []string{"a"}, wantPlaced: 2, wantReady: true},
+		{name: "placed but a role short is not ready", spec: Spec{MinMember: 2, MinTaskMember: map[string]int32{"ps": 1}},
+			members:  []*v1.Pod{role(member("a", labels()), "worker"), role(member("b", labels()), "worker"), role(member("c", labels()), "ps")},
+			reserved: []string{"a", "b"}, wantPlaced: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			members := map[types.UID]*v1.Pod{}
+			for _, p := range tt.members {
+				members[p.UID] = p
+			}
+			reserved := map[types.UID]string{}
+			for _, r := range tt.reserved {
+				reserved[types.UID(r)] = "n"
+			}
+			s := computeStatus(Key{FamilyMuster, "ns", "g"}, tt.spec, nil, members, reserved)
+			if s.Invalid != tt.wantInvalid || s.Placed != tt.wantPlaced || s.Ready() != tt.wantReady {
+				t.Errorf("got invalid %q, placed %d, ready %v; want %q, %d, %v", s.Invalid, s.Placed, s.Ready(), tt.wantInvalid, tt.wantPlaced, tt.wantReady)
+			}
+		})
+	}
+}

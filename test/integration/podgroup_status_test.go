@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+// waitPodGroup waits until the PodGroup's status satisfies ok.
+func (e *env) waitPodGroup(name string, what string, ok func(*v1alpha1.PodGroupStatus) bool) *v1alpha1.PodGroup {
+	e.t.Helper()
+	var pg *v1alpha1.PodGroup
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		pg, err = cluster.Muster.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && ok(&pg.Status), nil
+	})
+	if err != nil {
+		e.t.Fatalf("PodGroup %s: want %s; status is %+v", name, what, pg.Status)
+	}
+	return pg
+}
+
+func scheduledCondition(s *v1alpha1.PodGroupStatus) *metav1.Condition {
+	return meta.FindStatusCondition(s.Conditions, "Scheduled")
+}
+
+// waitEvent waits for an Event of the reason about the object named whose
+// note contains substr.
+func (e *env) waitEvent(regarding, reason, substr string) {
+	e.t.Helper()
+	var seen []string
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := cluster.Client.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		seen = seen[:0]
+		for _, ev := range events.Items {
+			seen = append(seen, ev.Regarding.Name+" "+ev.Reason+": "+ev.Note)
+			if ev.Regarding.Name == regarding && ev.Reason == reason && strings.Contains(ev.Note, substr) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		e.t.Fatalf("no Event %s on %s containing %q; events: %q", reason, regarding, substr, seen)
+	}
+}
+
+func TestPodGroupStatus(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	e.startScheduler(gangConfig(t))
+	e.podGroup("train", v1alpha1.PodGroupSpec{MinMember: 3})
+	labels := map[string]string{v1alpha1.LabelPodGroup: "train"}
+	member := func(name string) *v1.Pod {
+		p := e.member(name, "3", labels)
+		p.Annotations = map[string]string{simulator.AnnotationRunTime: "1s"}
+		return p
+	}
+	e.create(member("train-0"), member("train-1"))
+
+	e.waitPodGroup("train", "Pending: too few members", func(s *v1alpha1.PodGroupStatus) bool {
+		c := scheduledCondition(s)
+		return s.Phase == v1alpha1.PodGroupPending && c != nil && c.Reason == "Invalid" && c.Message == "2 members exist, minMember 3"
+	})
+	e.waitEvent("train", "Invalid", "2 members exist, minMember 3")
+
+	// Three members of 3 cpu on two 4-cpu nodes: valid, but it cannot fit.
+	e.create(member("train-2"))
+	e.waitPodGroup("train", "Inqueue and unschedulable, saying why", func(s *v1alpha1.PodGroupStatus) bool {
+		c := scheduledCondition(s)
+		return s.Phase == v1alpha1.PodGroupInqueue && c != nil && c.Reason == "Unschedulable" &&
+			strings.HasPrefix(c.Message, "placeable 2/3: member ") && strings.Contains(c.Message, "2 Insufficient cpu") && s.ScheduleStartTime != nil
+	})
+	e.waitEvent("train", "Unschedulable", "placeable 2/3")
+
+	e.nodes("extra", 1, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	e.waitPodGroup("train", "Running", func(s *v1alpha1.PodGroupStatus) bool {
+		c := scheduledCondition(s)
+		return s.Phase == v1alpha1.PodGroupRunning && s.Scheduled == 3 && c != nil && c.Status == metav1.ConditionTrue
+	})
+	pg := e.waitPodGroup("train", "Completed", func(s *v1alpha1.PodGroupStatus) bool {
+		return s.Phase == v1alpha1.PodGroupCompleted && s.Succeeded == 3
+	})
+	if pg.Status.ObservedGeneration != pg.Generation {
+		t.Errorf("observedGeneration %d, generation %d", pg.Status.ObservedGeneration, pg.Generation)
+	}
+	e.waitEvent("train", "Completed", "phase Running -> Completed")
+}
+
+// TestLabelGroupEvents: a gang with no PodGroup says why it waits in Events
+// on its pods.
+func TestLabelGroupEvents(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 1, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	e.startScheduler(gangConfig(t))
+	e.create(e.member("bad-0", "1", map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "abc"}))
+	e.waitEvent("bad-0", "GangInvalid", `label muster.dev/min-available="abc" is not a whole number >= 1`)
+}
