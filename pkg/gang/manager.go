@@ -37,8 +37,9 @@ type Manager struct {
 	mu     sync.RWMutex
 	groups map[Key]*group
 	// epoch counts cluster changes that can make room (a node added or
-	// changed, a pod deleted or finished): a gang that could not be placed
-	// in an epoch is not tried again until the next.
+	// changed, a pod deleted or finished), as the scheduling queue reports
+	// them through QueueingHints: a gang that could not be placed in an
+	// epoch is not tried again until the next.
 	epoch uint64
 
 	pgLister    musterlisters.PodGroupLister
@@ -82,9 +83,6 @@ type Clients struct {
 	// SchedulerPlugins is nil when scheduler-plugins' PodGroup CRD is not
 	// installed.
 	SchedulerPlugins spclient.Interface
-	// SchedulerInformers is the scheduler's informer factory: node and pod
-	// events from it mark new epochs.
-	SchedulerInformers informers.SharedInformerFactory
 }
 
 // NewManager builds a Manager and starts its informers; they stop when ctx
@@ -127,20 +125,6 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 		}
 		synced = append(synced, spInformer.Informer().HasSynced)
 		sf.Start(ctx.Done())
-	}
-
-	if c.SchedulerInformers != nil {
-		bump := func(any) { m.bumpEpoch() }
-		if _, err := c.SchedulerInformers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: bump, UpdateFunc: func(_, o any) { bump(o) }, DeleteFunc: bump,
-		}); err != nil {
-			return nil, err
-		}
-		if _, err := c.SchedulerInformers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			DeleteFunc: bump,
-		}); err != nil {
-			return nil, err
-		}
 	}
 
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -209,7 +193,10 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 	}
 }
 
-func (m *Manager) bumpEpoch() {
+// ClusterChanged starts a new epoch: the cluster changed in a way that may
+// make room for gangs that did not fit. The scheduling queue's hints call
+// it before they requeue a member, so the member sees the new epoch.
+func (m *Manager) ClusterChanged() {
 	m.mu.Lock()
 	m.epoch++
 	m.mu.Unlock()

@@ -26,13 +26,13 @@ func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint,
 		// ready for members waiting behind a plan.
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodLabel}, QueueingHintFn: isSibling},
 		// A pod leaving a node frees room.
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: freesRoom},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}},
-		{Event: fwk.ClusterEvent{Resource: musterPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: namesGang(gang.FamilyMuster)},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.freesRoom},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}, QueueingHintFn: pl.nodeChanged},
+		{Event: fwk.ClusterEvent{Resource: musterPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.namesGang(gang.FamilyMuster)},
 	}
 	if pl.manager.SchedulerPluginsInstalled() {
 		events = append(events, fwk.ClusterEventWithHint{
-			Event: fwk.ClusterEvent{Resource: schedulerPluginsPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: namesGang(gang.FamilySchedulerPlugins),
+			Event: fwk.ClusterEvent{Resource: schedulerPluginsPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.namesGang(gang.FamilySchedulerPlugins),
 		})
 	}
 	return events, nil
@@ -51,20 +51,27 @@ func isSibling(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint
 	return fwk.QueueSkip, nil
 }
 
-func freesRoom(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+// freesRoom queues a member when a bound pod goes away. Like every hint
+// that reports room, it starts a new epoch first, so the member plans its
+// gang again rather than repeat the last failure.
+func (pl *Gang) freesRoom(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	deleted, _, err := util.As[*v1.Pod](oldObj, nil)
-	if err != nil {
-		return fwk.Queue, nil
-	}
-	if deleted.Spec.NodeName == "" {
+	if err == nil && deleted.Spec.NodeName == "" {
 		return fwk.QueueSkip, nil
 	}
+	pl.manager.ClusterChanged()
+	return fwk.Queue, nil
+}
+
+func (pl *Gang) nodeChanged(_ klog.Logger, _ *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	pl.manager.ClusterChanged()
 	return fwk.Queue, nil
 }
 
 // namesGang returns a hint that queues pod when the event's PodGroup is its
-// gang's.
-func namesGang(family gang.Family) fwk.QueueingHintFn {
+// gang's: the gang's requirements changed, so its last failure says
+// nothing about the next try.
+func (pl *Gang) namesGang(family gang.Family) fwk.QueueingHintFn {
 	return func(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
 		key, ok := keyOf(pod)
 		if !ok || key.Family != family {
@@ -75,6 +82,7 @@ func namesGang(family gang.Family) fwk.QueueingHintFn {
 			return fwk.Queue, nil
 		}
 		if obj.GetNamespace() == key.Namespace && obj.GetName() == key.Name {
+			pl.manager.ClusterChanged()
 			return fwk.Queue, nil
 		}
 		return fwk.QueueSkip, nil

@@ -51,7 +51,6 @@ func sharedState(ctx context.Context, h framework.Handle) (*shared, error) {
 		return nil, err
 	}
 	clients.Kube = h.ClientSet()
-	clients.SchedulerInformers = factory
 	m, err := gang.NewManager(ctx, clients)
 	if err != nil {
 		return nil, err
