@@ -36,9 +36,12 @@ func TestSandboxExamples(t *testing.T) {
 	report := out.String()
 	t.Log("\n" + report)
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^Muster sandbox: 3 nodes, 5 pods — 3 placed, 1 pending, 1 succeeded, 0 failed`),
-		// The trainer tolerates the GPU taint and needs GPUs: only gpu-a fits.
-		regexp.MustCompile(`(?m)^gpu-a\s+4/32\s+16Gi/128Gi\s+4/8\s+web/trainer$`),
+		regexp.MustCompile(`(?m)^Muster sandbox: 3 nodes, 12 pods — 6 placed, 5 pending, 1 succeeded, 0 failed`),
+		// The gang resnet (3 × 2 GPUs) and the trainer (2 GPUs) fill gpu-a.
+		regexp.MustCompile(`(?m)^gpu-a\s+16/32\s+64Gi/128Gi\s+8/8\s+ml/resnet-0 ml/resnet-1 ml/resnet-2 web/trainer$`),
+		regexp.MustCompile(`(?m)^ml/resnet\s+-\s+Running\s+3\s+3\s+-$`),
+		// The gang bert (4 × 3 GPUs) cannot be placed whole: nothing binds.
+		regexp.MustCompile(`(?m)^  ml/bert-3: 0/3 nodes are available: gang ml/bert: placeable 0/4: member bert-0 fits no node: 3 Insufficient nvidia.com/gpu`),
 		regexp.MustCompile(`(?m)^  web/too-big: 0/3 nodes are available: 1 node\(s\) had untolerated taint\(s\), 2 Insufficient cpu`),
 	} {
 		if !want.MatchString(report) {

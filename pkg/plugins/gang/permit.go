@@ -66,12 +66,16 @@ func (pl *Gang) allowWaiting(ctx context.Context, key gang.Key) {
 	})
 }
 
-// releaseWaiting rejects the members of the gang that wait at Permit.
-func (pl *Gang) releaseWaiting(ctx context.Context, key gang.Key, why string) {
+// releaseWaiting rejects the members of the gang that wait at Permit and
+// says how many there were.
+func (pl *Gang) releaseWaiting(ctx context.Context, key gang.Key, why string) int {
+	released := 0
 	pl.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
 		if k, ok := keyOf(wp.GetPod()); ok && k == key {
 			klog.FromContext(ctx).V(3).Info("Releasing waiting member", "pod", klog.KObj(wp.GetPod()), "gang", key, "reason", why)
 			wp.Reject(Name, gangMessage(key, why))
+			released++
 		}
 	})
+	return released
 }

@@ -76,8 +76,10 @@ func (pl *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	pl.manager.DropPlan(key)
-	pl.releaseWaiting(ctx, key, fmt.Sprintf("member %s could not be placed", pod.Name))
-	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, "a member could not be placed; the gang holds nothing until it can be placed whole"))
+	if released := pl.releaseWaiting(ctx, key, fmt.Sprintf("member %s could not be placed", pod.Name)); released > 0 {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, fmt.Sprintf("released %d waiting members", released)))
+	}
+	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable)
 }
 
 func gangMessage(key gang.Key, msg string) string {
