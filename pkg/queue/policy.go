@@ -1,0 +1,323 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+)
+
+// Policy is how deserved shares are computed.
+type Policy string
+
+const (
+	// Proportion divides the cluster by weight (water-filling); deserved is
+	// the ceiling for placement.
+	Proportion Policy = "Proportion"
+	// Capacity takes deserved from the Queue spec; realCapability is the
+	// ceiling for placement and deserved the line reclaim works to.
+	Capacity Policy = "Capacity"
+)
+
+// Spec is a queue's configuration.
+type Spec struct {
+	Name        string
+	Parent      string // "" for the top of the hierarchy
+	Weight      int64
+	Priority    int32
+	Capability  Vector // a dimension it does not name is unlimited (or the parent's)
+	Guarantee   Vector
+	Deserved    Vector // capacity policy only
+	Reclaimable bool
+	Closed      bool
+}
+
+// SpecOf reads a Queue object.
+func SpecOf(q *v1alpha1.Queue) Spec {
+	parent := q.Spec.Parent
+	if parent == v1alpha1.RootQueue {
+		parent = ""
+	}
+	weight := int64(q.Spec.Weight)
+	if weight < 1 {
+		weight = 1
+	}
+	return Spec{
+		Name: q.Name, Parent: parent, Weight: weight, Priority: q.Spec.Priority,
+		Capability:  FromList(v1.ResourceList(q.Spec.Capability)),
+		Guarantee:   FromList(v1.ResourceList(q.Spec.Guarantee)),
+		Deserved:    FromList(v1.ResourceList(q.Spec.Deserved)),
+		Reclaimable: q.Spec.Reclaimable == nil || *q.Spec.Reclaimable,
+		Closed:      q.Spec.State == v1alpha1.QueueClosed,
+	}
+}
+
+// Usage is what the groups of a queue hold and ask for.
+type Usage struct {
+	Allocated Vector // placed or running, not terminated
+	Request   Vector // Allocated + pending
+	Inqueue   Vector // Σ over admitted, not yet running groups of max(0, minResources − allocated)
+	Elastic   Vector // Σ over running groups of max(0, allocated − minResources)
+}
+
+// Figures is one queue's computed state. A parent's usage is the sum of
+// its children's.
+type Figures struct {
+	Spec
+	Usage
+	Deserved       Vector
+	RealCapability Vector
+	Children       []string
+	// Invalid says why the queue's place in the hierarchy is wrong (unknown
+	// parent, a loop); such a queue is placed at the top.
+	Invalid string
+}
+
+// IsLeaf reports whether groups may live in the queue.
+func (f *Figures) IsLeaf() bool { return len(f.Children) == 0 }
+
+// Share is max over dimensions of allocated/deserved: how far the queue is
+// into its share. A queue holding what it does not deserve has a large share.
+func (f *Figures) Share() float64 {
+	share := 0.0
+	for k, a := range f.Allocated {
+		if a <= 0 {
+			continue
+		}
+		d := f.Deserved[k]
+		if d <= 0 {
+			return math.Inf(1)
+		}
+		share = math.Max(share, float64(a)/float64(d))
+	}
+	return share
+}
+
+// Compute derives every queue's deserved and realCapability from the
+// cluster total (what queues may divide), the queues' specs and usage.
+func Compute(policy Policy, total Vector, specs []Spec, usage map[string]Usage) map[string]*Figures {
+	figs := make(map[string]*Figures, len(specs))
+	for _, s := range specs {
+		u := usage[s.Name]
+		figs[s.Name] = &Figures{Spec: s, Usage: Usage{
+			Allocated: orEmpty(u.Allocated), Request: orEmpty(u.Request), Inqueue: orEmpty(u.Inqueue), Elastic: orEmpty(u.Elastic),
+		}}
+	}
+	var top []string
+	for _, name := range sortedKeys(figs) {
+		f := figs[name]
+		if f.Parent == "" {
+			top = append(top, name)
+			continue
+		}
+		if loop := loopFrom(name, figs); loop != "" {
+			f.Invalid = "parent chain loops: " + loop
+			top = append(top, name)
+			continue
+		}
+		p, ok := figs[f.Parent]
+		if !ok {
+			f.Invalid = fmt.Sprintf("parent queue %q does not exist", f.Parent)
+			top = append(top, name)
+			continue
+		}
+		p.Children = append(p.Children, name)
+	}
+	for _, name := range top {
+		sumUsage(figs, name)
+	}
+	divide(policy, figs, top, total, total)
+	return figs
+}
+
+// loopFrom returns the loop of parents starting at name, if there is one.
+func loopFrom(name string, figs map[string]*Figures) string {
+	seen := map[string]bool{}
+	chain := []string{}
+	for cur := name; cur != ""; {
+		if seen[cur] {
+			if cur != name {
+				return "" // a loop further up; reported on its own members
+			}
+			return strings.Join(append(chain, cur), " -> ")
+		}
+		seen[cur] = true
+		chain = append(chain, cur)
+		f, ok := figs[cur]
+		if !ok {
+			return ""
+		}
+		cur = f.Parent
+	}
+	return ""
+}
+
+// sumUsage adds the children's usage into each parent, bottom up.
+func sumUsage(figs map[string]*Figures, name string) {
+	f := figs[name]
+	for _, c := range f.Children {
+		sumUsage(figs, c)
+		cf := figs[c]
+		f.Allocated.Add(cf.Allocated)
+		f.Request.Add(cf.Request)
+		f.Inqueue.Add(cf.Inqueue)
+		f.Elastic.Add(cf.Elastic)
+	}
+}
+
+// divide computes realCapability and deserved for siblings sharing a
+// parent whose realCapability is parentReal and whose deserved is avail.
+func divide(policy Policy, figs map[string]*Figures, siblings []string, parentReal, avail Vector) {
+	guarantees := Vector{}
+	for _, s := range siblings {
+		guarantees.Add(figs[s].Guarantee)
+	}
+	for _, s := range siblings {
+		f := figs[s]
+		f.RealCapability = realCapability(f, parentReal, guarantees)
+	}
+	switch policy {
+	case Capacity:
+		for _, s := range siblings {
+			f := figs[s]
+			f.Deserved = Vector{}
+			for k, real := range f.RealCapability {
+				d, ok := f.Spec.Deserved[k]
+				if !ok {
+					d = real // no reclaim line in an unnamed dimension
+				}
+				f.Deserved[k] = min(max(d, f.Guarantee[k]), real)
+			}
+		}
+	default:
+		waterFill(figs, siblings, avail)
+	}
+	for _, s := range siblings {
+		f := figs[s]
+		if len(f.Children) > 0 {
+			divide(policy, figs, f.Children, f.RealCapability, f.Deserved)
+		}
+	}
+}
+
+// realCapability = min(capability, max(0, parentReal − Σ siblings'
+// guarantee) + own guarantee), per dimension of the parent's.
+func realCapability(f *Figures, parentReal, guarantees Vector) Vector {
+	real := Vector{}
+	dims := parentReal.Clone()
+	for k := range f.Capability {
+		if _, ok := dims[k]; !ok {
+			dims[k] = 0
+		}
+	}
+	for k := range dims {
+		v := max(0, parentReal[k]-guarantees[k]) + f.Guarantee[k]
+		if c, ok := f.Capability[k]; ok {
+			v = min(v, c)
+		}
+		real[k] = v
+	}
+	return real
+}
+
+// waterFill divides avail among the queues by weight: each round every
+// queue still short of its request gets remaining·weight/W more, capped by
+// its realCapability and request and floored by its guarantee, until
+// nothing remains or nothing changes.
+func waterFill(figs map[string]*Figures, queues []string, avail Vector) {
+	deserved := map[string]map[v1.ResourceName]float64{}
+	met := map[string]bool{}
+	for _, q := range queues {
+		deserved[q] = map[v1.ResourceName]float64{}
+		for k, g := range figs[q].Guarantee {
+			deserved[q][k] = float64(g)
+		}
+	}
+	for round := 0; round < 100; round++ {
+		remaining := map[v1.ResourceName]float64{}
+		for k, a := range avail {
+			remaining[k] = float64(a)
+			for _, q := range queues {
+				remaining[k] -= deserved[q][k]
+			}
+		}
+		var weights float64
+		for _, q := range queues {
+			if !met[q] {
+				weights += float64(figs[q].Weight)
+			}
+		}
+		if weights == 0 || !anyPositive(remaining) {
+			break
+		}
+		changed := false
+		for _, q := range queues {
+			if met[q] {
+				continue
+			}
+			f := figs[q]
+			grew := false
+			covered := true
+			for k, rem := range remaining {
+				old := deserved[q][k]
+				d := old
+				if rem > 0 {
+					d += rem * float64(f.Weight) / weights
+				}
+				d = math.Min(d, float64(f.RealCapability[k]))
+				d = math.Min(d, float64(f.Request[k]))
+				d = math.Max(d, float64(f.Guarantee[k]))
+				if d > old+0.5 {
+					grew = true
+				}
+				if d+0.5 < float64(f.Request[k]) {
+					covered = false
+				}
+				deserved[q][k] = d
+			}
+			if covered || !grew {
+				met[q] = true
+			}
+			changed = changed || grew
+		}
+		if !changed {
+			break
+		}
+	}
+	for _, q := range queues {
+		f := figs[q]
+		f.Deserved = Vector{}
+		for k, d := range deserved[q] {
+			f.Deserved[k] = int64(math.Round(d))
+		}
+	}
+}
+
+func anyPositive(v map[v1.ResourceName]float64) bool {
+	for _, n := range v {
+		if n >= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func orEmpty(v Vector) Vector {
+	if v == nil {
+		return Vector{}
+	}
+	return v.Clone()
+}
+
+func sortedKeys(m map[string]*Figures) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,145 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func cpu(n int64) Vector { return Vector{"cpu": n * 1000} }
+
+func TestComputeProportion(t *testing.T) {
+	all := func(n int64) Usage { return Usage{Request: cpu(n)} }
+	tests := []struct {
+		name         string
+		total        Vector
+		specs        []Spec
+		usage        map[string]Usage
+		wantDeserved map[string]Vector
+		wantReal     map[string]Vector
+		wantInvalid  map[string]string
+	}{
+		{
+			name:         "weights 1:2:3, all saturated",
+			total:        cpu(60),
+			specs:        []Spec{{Name: "a", Weight: 1}, {Name: "b", Weight: 2}, {Name: "c", Weight: 3}},
+			usage:        map[string]Usage{"a": all(60), "b": all(60), "c": all(60)},
+			wantDeserved: map[string]Vector{"a": cpu(10), "b": cpu(20), "c": cpu(30)},
+		},
+		{
+			name:  "a capability cap gives the excess to the others by weight",
+			total: cpu(60),
+			specs: []Spec{{Name: "a", Weight: 1}, {Name: "b", Weight: 2}, {Name: "c", Weight: 3, Capability: cpu(15)}},
+			usage: map[string]Usage{"a": all(60), "b": all(60), "c": all(60)},
+			// c stops at 15; the other 45 go 1:2.
+			wantDeserved: map[string]Vector{"a": cpu(15), "b": cpu(30), "c": cpu(15)},
+		},
+		{
+			name:         "a queue asking less than its share leaves the rest to others",
+			total:        cpu(60),
+			specs:        []Spec{{Name: "a", Weight: 1}, {Name: "b", Weight: 2}, {Name: "c", Weight: 3}},
+			usage:        map[string]Usage{"a": all(5), "b": all(60), "c": all(60)},
+			wantDeserved: map[string]Vector{"a": cpu(5), "b": cpu(22), "c": cpu(33)},
+		},
+		{
+			name:         "guarantee wins over weight and request",
+			total:        cpu(60),
+			specs:        []Spec{{Name: "a", Weight: 1, Guarantee: cpu(30)}, {Name: "b", Weight: 5}},
+			usage:        map[string]Usage{"a": all(10), "b": all(60)},
+			wantDeserved: map[string]Vector{"a": cpu(30), "b": cpu(30)},
+			wantReal:     map[string]Vector{"a": cpu(60), "b": cpu(30)},
+		},
+		{
+			name:  "children share their parent's deserved by weight",
+			total: cpu(80),
+			specs: []Spec{{Name: "org", Weight: 1}, {Name: "other", Weight: 1},
+				{Name: "small", Parent: "org", Weight: 1}, {Name: "big", Parent: "org", Weight: 3}},
+			usage: map[string]Usage{"other": all(80), "small": all(80), "big": all(80)},
+			wantDeserved: map[string]Vector{
+				"org": cpu(40), "other": cpu(40), "small": cpu(10), "big": cpu(30),
+			},
+		},
+		{
+			name:  "an unknown parent and a loop are reported and placed at the top",
+			total: cpu(30),
+			specs: []Spec{{Name: "orphan", Parent: "nope", Weight: 1}, {Name: "x", Parent: "y", Weight: 1}, {Name: "y", Parent: "x", Weight: 1}},
+			usage: map[string]Usage{"orphan": all(30), "x": all(30), "y": all(30)},
+			wantDeserved: map[string]Vector{"orphan": cpu(10), "x": cpu(10), "y": cpu(10)},
+			wantInvalid: map[string]string{
+				"orphan": `parent queue "nope" does not exist`,
+				"x":      "parent chain loops: x -> y -> x",
+				"y":      "parent chain loops: y -> x -> y",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			figs := Compute(Proportion, tt.total, tt.specs, tt.usage)
+			got, gotReal, gotInvalid := map[string]Vector{}, map[string]Vector{}, map[string]string{}
+			for name, f := range figs {
+				got[name] = onlyNonZero(f.Deserved)
+				gotReal[name] = f.RealCapability
+				if f.Invalid != "" {
+					gotInvalid[name] = f.Invalid
+				}
+			}
+			if diff := cmp.Diff(tt.wantDeserved, got); diff != "" {
+				t.Errorf("deserved (-want,+got):\n%s", diff)
+			}
+			for name, want := range tt.wantReal {
+				if diff := cmp.Diff(want, gotReal[name]); diff != "" {
+					t.Errorf("realCapability of %s (-want,+got):\n%s", name, diff)
+				}
+			}
+			if tt.wantInvalid == nil {
+				tt.wantInvalid = map[string]string{}
+			}
+			if diff := cmp.Diff(tt.wantInvalid, gotInvalid); diff != "" {
+				t.Errorf("invalid (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestComputeCapacity(t *testing.T) {
+	figs := Compute(Capacity, Vector{"cpu": 100000, "memory": 100},
+		[]Spec{
+			{Name: "a", Weight: 1, Deserved: cpu(40), Guarantee: cpu(10)},
+			{Name: "b", Weight: 1, Deserved: cpu(90), Capability: cpu(50)},
+			{Name: "c", Weight: 1, Deserved: cpu(5), Guarantee: cpu(20)},
+		}, nil)
+	want := map[string]Vector{
+		"a": {"cpu": 40000, "memory": 100}, // memory not named: no reclaim line below realCapability
+		"b": {"cpu": 50000, "memory": 100}, // clamped to realCapability
+		"c": {"cpu": 20000, "memory": 100}, // raised to guarantee
+	}
+	for name, w := range want {
+		if diff := cmp.Diff(w, figs[name].Deserved); diff != "" {
+			t.Errorf("deserved of %s (-want,+got):\n%s", name, diff)
+		}
+	}
+	// realCapability: total − Σ guarantees (30) + own guarantee, capped.
+	if diff := cmp.Diff(Vector{"cpu": 50000, "memory": 100}, figs["b"].RealCapability); diff != "" {
+		t.Errorf("realCapability of b (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Vector{"cpu": 80000, "memory": 100}, figs["a"].RealCapability); diff != "" {
+		t.Errorf("realCapability of a (-want,+got):\n%s", diff)
+	}
+}
+
+func TestShare(t *testing.T) {
+	f := &Figures{Usage: Usage{Allocated: Vector{"cpu": 5000, "memory": 30}}, Deserved: Vector{"cpu": 10000, "memory": 40}}
+	if got := f.Share(); got != 0.75 {
+		t.Errorf("share = %v, want 0.75 (memory dominates)", got)
+	}
+}
+
+func onlyNonZero(v Vector) Vector {
+	out := Vector{}
+	for k, n := range v {
+		if n != 0 {
+			out[k] = n
+		}
+	}
+	return out
+}

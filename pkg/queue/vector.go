@@ -1,0 +1,114 @@
+// Package queue computes what every queue holds, asks for and deserves:
+// allocated, request, inqueue, elastic, deserved, realCapability and share,
+// per resource, under the proportion or the capacity policy. The figures
+// are derived on demand from the gang state and the cluster's nodes, so
+// they are the same after a restart.
+package queue
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Vector is an amount of every resource: cpu in millicores, everything else
+// in its base unit. The pods count is not part of shares.
+type Vector map[v1.ResourceName]int64
+
+// FromList converts a ResourceList, dropping pods.
+func FromList(l v1.ResourceList) Vector {
+	out := make(Vector, len(l))
+	for name, q := range l {
+		if name == v1.ResourcePods {
+			continue
+		}
+		if name == v1.ResourceCPU {
+			out[name] = q.MilliValue()
+		} else {
+			out[name] = q.Value()
+		}
+	}
+	return out
+}
+
+// List converts back to a ResourceList.
+func (v Vector) List() v1.ResourceList {
+	out := make(v1.ResourceList, len(v))
+	for name, n := range v {
+		if name == v1.ResourceCPU {
+			out[name] = *resource.NewMilliQuantity(n, resource.DecimalSI)
+		} else if name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage {
+			out[name] = *resource.NewQuantity(n, resource.BinarySI)
+		} else {
+			out[name] = *resource.NewQuantity(n, resource.DecimalSI)
+		}
+	}
+	return out
+}
+
+// Clone copies v.
+func (v Vector) Clone() Vector {
+	out := make(Vector, len(v))
+	for k, n := range v {
+		out[k] = n
+	}
+	return out
+}
+
+// Add adds o to v in place.
+func (v Vector) Add(o Vector) {
+	for k, n := range o {
+		v[k] += n
+	}
+}
+
+// Sub subtracts o from v in place.
+func (v Vector) Sub(o Vector) {
+	for k, n := range o {
+		v[k] -= n
+	}
+}
+
+// Fits reports whether v ≤ limit in every dimension v is positive in and
+// limit names; a dimension limit does not name is unlimited. The first
+// dimension that does not fit is returned.
+func (v Vector) Fits(limit Vector) (bool, v1.ResourceName) {
+	for _, k := range sortedNames(v) {
+		if v[k] <= 0 {
+			continue
+		}
+		if l, ok := limit[k]; ok && v[k] > l {
+			return false, k
+		}
+	}
+	return true, ""
+}
+
+// String renders v for messages: "cpu=4,memory=8Gi".
+func (v Vector) String() string {
+	l := v.List()
+	var parts []string
+	for _, k := range sortedNames(v) {
+		q := l[k]
+		parts = append(parts, fmt.Sprintf("%s=%s", k, q.String()))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Format renders one dimension of v for messages.
+func Format(name v1.ResourceName, n int64) string {
+	q := Vector{name: n}.List()[name]
+	return q.String()
+}
+
+func sortedNames(v Vector) []v1.ResourceName {
+	names := make([]v1.ResourceName, 0, len(v))
+	for k := range v {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}
