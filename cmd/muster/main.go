@@ -35,6 +35,7 @@ func newCommand() *cobra.Command {
 		SilenceErrors: false,
 	}
 	root.AddCommand(newSandboxCommand())
+	root.AddCommand(newBenchCommand())
 	return root
 }
 

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-sched/muster/pkg/controlplane"
+	"github.com/muster-sched/muster/pkg/scenario"
+)
+
+func newBenchCommand() *cobra.Command {
+	var (
+		asJSON     bool
+		withSeries bool
+		svgDir     string
+		profiles   []string
+		verbosity  int
+	)
+	cmd := &cobra.Command{
+		Use:   "bench SCENARIO|DIR...",
+		Short: "Run scenarios once per scheduler profile and compare them side by side",
+		Long: `Runs each scenario file (a cluster, queues, a timeline of gangs and pods) once
+per scheduler profile — the stock kube-scheduler, scheduler-plugins'
+Coscheduling and CapacityScheduling, and Muster — each on a fresh in-process
+control plane with simulated nodes and kubelet, and prints the metrics side by
+side: makespan, throughput, scheduling attempts, gang latency, partial gangs,
+wasted reservations, utilization, fairness, packing and evictions.
+
+A scenario's expectations (expect:) are checked: the command fails, naming
+each bound, when one does not hold. docs/scenarios.md is the file reference.`,
+		Example: `  muster bench test/scenarios/demo.yaml
+  muster bench --svg out/ test/scenarios
+  muster bench --json --profiles stock,muster test/scenarios/contention.yaml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if verbosity > 0 {
+				fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+				klog.InitFlags(fs)
+				_ = fs.Set("v", fmt.Sprint(verbosity))
+			} else {
+				controlplane.QuietLogs()
+			}
+			files, err := scenarioFiles(args)
+			if err != nil {
+				return err
+			}
+			var scenarios []*scenario.Scenario
+			for _, f := range files {
+				s, err := scenario.Load(f)
+				if err != nil {
+					return err
+				}
+				scenarios = append(scenarios, s)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			opts := scenario.Options{Profiles: profiles, Progress: os.Stderr, Interactive: isTerminal(os.Stderr)}
+			var reports []*scenario.Report
+			var failures []string
+			for _, s := range scenarios {
+				results, err := scenario.Run(ctx, s, opts)
+				if err != nil {
+					return err
+				}
+				failures = append(failures, scenario.Check(s, results)...)
+				rep := scenario.NewReport(s, results)
+				reports = append(reports, rep)
+				if !asJSON {
+					scenario.WriteTable(out, rep)
+				}
+				if svgDir != "" {
+					if err := writeSVG(svgDir, rep); err != nil {
+						return err
+					}
+				}
+			}
+			if asJSON {
+				if err := scenario.WriteJSON(out, reports, withSeries); err != nil {
+					return err
+				}
+			}
+			if len(failures) > 0 {
+				return fmt.Errorf("%d bound(s) failed:\n  %s", len(failures), strings.Join(failures, "\n  "))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the results as JSON (field names in docs/scenarios.md) instead of tables")
+	f.BoolVar(&withSeries, "series", false, "with --json, include the sampled utilization and share series")
+	f.StringVar(&svgDir, "svg", "", "write a picture of utilization and queue shares over time per scenario (<name>.svg) into this folder")
+	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run instead of each scenario's list ("+strings.Join(scenario.Profiles, ", ")+")")
+	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity of the control plane and scheduler (0: no logs)")
+	return cmd
+}
+
+// scenarioFiles expands folders into their *.yaml files, in name order.
+func scenarioFiles(args []string) ([]string, error) {
+	var files []string
+	for _, a := range args {
+		info, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, a)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(a, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(matches)
+		files = append(files, matches...)
+	}
+	return files, nil
+}
+
+func writeSVG(dir string, rep *scenario.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, rep.Scenario+".svg"))
+	if err != nil {
+		return err
+	}
+	if err := scenario.WriteSVG(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func isTerminal(f *os.File) bool {
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,107 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+)
+
+// Check evaluates the scenario's expectations against its results, records
+// each failed bound on its result, and returns every failure.
+func Check(s *Scenario, results []*Result) []string {
+	byProfile := map[string]*Result{}
+	for _, r := range results {
+		byProfile[r.Profile] = r
+	}
+	var all []string
+	for _, e := range s.Expect {
+		for _, r := range results {
+			if e.Profile != "" && e.Profile != r.Profile {
+				continue
+			}
+			for _, f := range e.check(r, byProfile) {
+				msg := fmt.Sprintf("%s/%s: %s", s.Name, r.Profile, f)
+				r.Failures = append(r.Failures, f)
+				all = append(all, msg)
+			}
+		}
+	}
+	return all
+}
+
+// check returns the bounds of e that r fails.
+func (e *Expectation) check(r *Result, byProfile map[string]*Result) []string {
+	var out []string
+	maxInt := func(name string, bound *int, got int) {
+		if bound != nil && got > *bound {
+			out = append(out, fmt.Sprintf("%s is %d, bound %d", name, got, *bound))
+		}
+	}
+	maxInt("partialGangs", e.PartialGangs, r.PartialGangs)
+	maxInt("unscheduledPods", e.MaxUnscheduledPods, r.UnscheduledPods)
+	maxInt("evictions", e.MaxEvictions, r.Evictions)
+	maxInt("gangsBrokenByEviction", e.MaxGangsBroken, r.GangsBroken)
+	if e.MaxShareDeviation != nil && r.MaxShareDeviation > *e.MaxShareDeviation {
+		out = append(out, fmt.Sprintf("maxShareDeviation is %.4f, bound %.4f", r.MaxShareDeviation, *e.MaxShareDeviation))
+	}
+	if e.MinJainIndex != nil && r.JainIndex < *e.MinJainIndex {
+		out = append(out, fmt.Sprintf("jainIndex is %.4f, bound ≥ %.4f", r.JainIndex, *e.MinJainIndex))
+	}
+	if e.MaxAttemptsPerPod != nil && r.AttemptsPerPod > *e.MaxAttemptsPerPod {
+		out = append(out, fmt.Sprintf("attemptsPerPod is %.3f, bound %.3f", r.AttemptsPerPod, *e.MaxAttemptsPerPod))
+	}
+	for _, g := range sortedKeys(e.MinFreeNodes) {
+		if got := r.FreeNodes[g]; got < e.MinFreeNodes[g] {
+			out = append(out, fmt.Sprintf("free %s nodes at peak is %d, bound ≥ %d", g, got, e.MinFreeNodes[g]))
+		}
+	}
+	for _, rb := range e.Relative {
+		other := byProfile[rb.Of]
+		if other == nil || rb.Of == r.Profile {
+			continue
+		}
+		mine, theirs := metricValue(r, rb.Metric), metricValue(other, rb.Metric)
+		ratio := ratioOf(mine, theirs)
+		if rb.Max != nil && ratio > *rb.Max {
+			out = append(out, fmt.Sprintf("%s is %.4g × %s's (%.4g vs %.4g), bound ≤ %g×", rb.Metric, ratio, rb.Of, mine, theirs, *rb.Max))
+		}
+		if rb.Min != nil && ratio < *rb.Min {
+			out = append(out, fmt.Sprintf("%s is %.4g × %s's (%.4g vs %.4g), bound ≥ %g×", rb.Metric, ratio, rb.Of, mine, theirs, *rb.Min))
+		}
+	}
+	return out
+}
+
+// ratioOf is a/b, with 0/0 = 1 and a/0 = +Inf.
+func ratioOf(a, b float64) float64 {
+	switch {
+	case b == 0 && a == 0:
+		return 1
+	case b == 0:
+		return math.Inf(1)
+	}
+	return a / b
+}
+
+// metricValue is a relative bound's metric of a result; wastedReservation
+// sums its resources with memory in GiB.
+func metricValue(r *Result, metric string) float64 {
+	switch metric {
+	case "makespan":
+		return r.MakespanSeconds
+	case "podsPerSecond":
+		return r.PodsPerSecond
+	case "attemptsPerPod":
+		return r.AttemptsPerPod
+	case "gangLatencyP50":
+		return r.GangLatencyP50
+	case "gangLatencyP99":
+		return r.GangLatencyP99
+	case "wastedReservation":
+		sum := 0.0
+		for _, v := range r.WastedReservation {
+			sum += v
+		}
+		return sum
+	}
+	return math.NaN()
+}

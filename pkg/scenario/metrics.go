@@ -1,0 +1,386 @@
+package scenario
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Result is one profile's run of one scenario. The JSON field names are
+// stable; docs/scenarios.md describes each. Times are wall-clock seconds of
+// the (time-compressed) run.
+type Result struct {
+	Scenario string `json:"scenario"`
+	Profile  string `json:"profile"`
+	// Pods created, bound at least once, and never bound.
+	Pods            int `json:"pods"`
+	BoundPods       int `json:"boundPods"`
+	UnscheduledPods int `json:"unscheduledPods"`
+	// Makespan is from the run's start until the last pod finished (or was
+	// bound, for pods without a run time); the whole run when some pod
+	// never got there (Complete is then false).
+	MakespanSeconds float64 `json:"makespanSeconds"`
+	Complete        bool    `json:"complete"`
+	// PodsPerSecond is bound pods ÷ (last bind − first pod created).
+	PodsPerSecond float64 `json:"podsPerSecond"`
+	// AttemptsPerPod is kube-scheduler's scheduling attempts ÷ pods.
+	AttemptsPerPod float64 `json:"attemptsPerPod"`
+	Attempts       int     `json:"attempts"`
+	// Gangs: count, fully bound, latency from the last member created to
+	// the last member bound (p50, p99 over fully bound gangs), and gangs
+	// left partial: fewer than minMember members ever bound, or a member
+	// finished before the gang had its minimum bound (it ran without it).
+	Gangs          int     `json:"gangs"`
+	GangsBound     int     `json:"gangsBound"`
+	GangLatencyP50 float64 `json:"gangLatencyP50Seconds"`
+	GangLatencyP99 float64 `json:"gangLatencyP99Seconds"`
+	PartialGangs   int     `json:"partialGangs"`
+	// WastedReservation is resource-seconds of reservations released
+	// without a bind (Reserve → Unreserve), plus reservations of pods never
+	// bound still open at the end, per resource (cpu in cores, memory in
+	// GiB, others in units). NeverBoundReservation is the part held by pods
+	// that were never bound.
+	WastedReservation     map[string]float64 `json:"wastedReservationResourceSeconds"`
+	NeverBoundReservation map[string]float64 `json:"neverBoundReservationResourceSeconds"`
+	// Utilization: mean and peak over the samples of allocated ÷ total.
+	MeanUtilization map[string]float64 `json:"meanUtilization"`
+	PeakUtilization map[string]float64 `json:"peakUtilization"`
+	// Fairness over contended samples (queues' demands exceed the cluster):
+	// per queue mean dominant share and mean deserved (weighted
+	// water-filling of the cluster over the queues' demands), the largest
+	// |share − deserved|, and Jain's index of share ÷ weight.
+	QueueShares       map[string]QueueShare `json:"queueShares,omitempty"`
+	MaxShareDeviation float64               `json:"maxShareDeviation"`
+	JainIndex         float64               `json:"jainIndex"`
+	ContendedSeconds  float64               `json:"contendedSeconds"`
+	// Nodes that ever ran a pod, and per node group the nodes with no
+	// running pod at the moment of peak allocation.
+	NodesUsed int            `json:"nodesUsed"`
+	FreeNodes map[string]int `json:"freeNodesAtPeak"`
+	// Evictions (running pods deleted: preemption), pods that were
+	// nominated (preemptors), and gangs an eviction left running below
+	// minMember.
+	Evictions           int     `json:"evictions"`
+	Preemptors          int     `json:"preemptors"`
+	VictimsPerPreemptor float64 `json:"victimsPerPreemptor"`
+	GangsBroken         int     `json:"gangsBrokenByEviction"`
+	// Process memory: peak resident set (control plane, scheduler and
+	// runner share the process) and peak Go heap during the run.
+	PeakRSSBytes  uint64  `json:"peakRSSBytes"`
+	PeakHeapBytes uint64  `json:"peakHeapBytes"`
+	WallSeconds   float64 `json:"wallSeconds"`
+	// Series is the sampled utilization and queue shares, for pictures.
+	Series []Point `json:"series,omitempty"`
+	// Failed bounds, filled in by Check.
+	Failures []string `json:"failures,omitempty"`
+}
+
+// QueueShare is a queue's mean share and deserved share when contended.
+type QueueShare struct {
+	Weight   int32   `json:"weight"`
+	Share    float64 `json:"share"`
+	Deserved float64 `json:"deserved"`
+}
+
+// Point is one sample of the series.
+type Point struct {
+	Seconds     float64            `json:"seconds"`
+	Utilization map[string]float64 `json:"utilization"`
+	Shares      map[string]float64 `json:"shares,omitempty"`
+}
+
+// measure computes a profile's metrics from what was observed.
+func measure(s *Scenario, o *observer, rel, open []released, attempts int, start, end time.Time) *Result {
+	r := &Result{
+		Scenario:              s.Name,
+		Pods:                  len(o.pods),
+		Attempts:              attempts,
+		WastedReservation:     map[string]float64{},
+		NeverBoundReservation: map[string]float64{},
+		MeanUtilization:       map[string]float64{},
+		PeakUtilization:       map[string]float64{},
+		FreeNodes:             map[string]int{},
+		NodesUsed:             len(o.used),
+		Evictions:             o.evictions,
+		Preemptors:            o.preemptors,
+		GangsBroken:           o.gangsBroken,
+		WallSeconds:           end.Sub(start).Seconds(),
+	}
+	var firstCreated, lastBound, lastDone time.Time
+	boundUIDs := map[string]bool{}
+	for _, p := range o.pods {
+		if firstCreated.IsZero() || p.created.Before(firstCreated) {
+			firstCreated = p.created
+		}
+		if p.bound.IsZero() {
+			r.UnscheduledPods++
+			continue
+		}
+		r.BoundPods++
+		boundUIDs[p.uid] = true
+		if p.bound.After(lastBound) {
+			lastBound = p.bound
+		}
+		finish := p.finished
+		if p.forever {
+			finish = p.bound
+		}
+		if finish.After(lastDone) {
+			lastDone = finish
+		}
+	}
+	r.Complete = o.done == len(o.pods) && r.UnscheduledPods == 0
+	if r.Complete {
+		r.MakespanSeconds = lastDone.Sub(start).Seconds()
+	} else {
+		r.MakespanSeconds = end.Sub(start).Seconds()
+	}
+	if r.BoundPods > 0 && lastBound.After(firstCreated) {
+		r.PodsPerSecond = float64(r.BoundPods) / lastBound.Sub(firstCreated).Seconds()
+	}
+	if r.Pods > 0 {
+		r.AttemptsPerPod = float64(attempts) / float64(r.Pods)
+	}
+
+	var latencies []float64
+	for _, g := range o.gangs {
+		r.Gangs++
+		lat, bound, ok := gangLatency(g)
+		if ok {
+			r.GangsBound++
+			latencies = append(latencies, lat)
+		}
+		if partial(g, bound) {
+			r.PartialGangs++
+		}
+	}
+	r.GangLatencyP50 = percentile(latencies, 50)
+	r.GangLatencyP99 = percentile(latencies, 99)
+
+	for _, x := range rel {
+		addResourceSeconds(r.WastedReservation, x)
+		if !boundUIDs[string(x.pod)] {
+			addResourceSeconds(r.NeverBoundReservation, x)
+		}
+	}
+	for _, x := range open {
+		if !boundUIDs[string(x.pod)] {
+			addResourceSeconds(r.WastedReservation, x)
+			addResourceSeconds(r.NeverBoundReservation, x)
+		}
+	}
+	if r.Preemptors > 0 {
+		r.VictimsPerPreemptor = float64(r.Evictions) / float64(r.Preemptors)
+	}
+	r.summarizeSamples(s, o)
+	return r
+}
+
+// gangLatency is the time from the last member created to the last
+// member bound, when every member was bound; bound counts members ever
+// bound.
+func gangLatency(g *gangRecord) (seconds float64, bound int, ok bool) {
+	var lastCreated, lastBound time.Time
+	for _, m := range g.members {
+		if m.created.After(lastCreated) {
+			lastCreated = m.created
+		}
+		if m.bound.IsZero() {
+			continue
+		}
+		bound++
+		if m.bound.After(lastBound) {
+			lastBound = m.bound
+		}
+	}
+	if bound < g.size || bound == 0 {
+		return 0, bound, false
+	}
+	return math.Max(0, lastBound.Sub(lastCreated).Seconds()), bound, true
+}
+
+// partial says whether a gang ran without its minimum: some but fewer than
+// minMember members were ever bound, or a member finished before the
+// minMember-th member was bound.
+func partial(g *gangRecord, bound int) bool {
+	if bound == 0 {
+		return false
+	}
+	if bound < g.minMember {
+		return true
+	}
+	var binds []time.Time
+	for _, m := range g.members {
+		if !m.bound.IsZero() {
+			binds = append(binds, m.bound)
+		}
+	}
+	sort.Slice(binds, func(i, j int) bool { return binds[i].Before(binds[j]) })
+	ready := binds[g.minMember-1]
+	for _, m := range g.members {
+		if !m.finished.IsZero() && m.finished.Before(ready) {
+			return true
+		}
+	}
+	return false
+}
+
+// percentile is the nearest-rank percentile; 0 for no values.
+func percentile(values []float64, p float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	v := append([]float64(nil), values...)
+	sort.Float64s(v)
+	rank := int(math.Ceil(p / 100 * float64(len(v))))
+	if rank < 1 {
+		rank = 1
+	}
+	return v[rank-1]
+}
+
+func addResourceSeconds(sum map[string]float64, x released) {
+	for name, q := range x.requests {
+		if name == v1.ResourcePods {
+			continue
+		}
+		v := q.AsApproximateFloat64()
+		if name == v1.ResourceMemory {
+			v /= 1 << 30
+		}
+		sum[string(name)] += v * x.seconds
+	}
+}
+
+// summarizeSamples fills utilization, fairness and free nodes.
+func (r *Result) summarizeSamples(s *Scenario, o *observer) {
+	weights := map[string]int32{}
+	for _, q := range s.Queues {
+		weights[q.Name] = q.Weight
+	}
+	peak := -1.0
+	shareSum, deservedSum := map[string]float64{}, map[string]float64{}
+	contended := 0
+	for i, smp := range o.samples {
+		pt := Point{Seconds: smp.at.Seconds(), Utilization: map[string]float64{}}
+		dom := 0.0
+		for d, name := range o.dims {
+			pt.Utilization[string(name)] = smp.used[d]
+			r.MeanUtilization[string(name)] += smp.used[d] / float64(len(o.samples))
+			r.PeakUtilization[string(name)] = math.Max(r.PeakUtilization[string(name)], smp.used[d])
+			dom = math.Max(dom, smp.used[d])
+		}
+		if dom > peak {
+			peak = dom
+			for g, n := range smp.freeNodes {
+				r.FreeNodes[g] = n
+			}
+		}
+		if len(smp.shares) > 0 {
+			pt.Shares = smp.shares
+		}
+		r.Series = append(r.Series, pt)
+		deserved, isContended := waterFill(smp.demands, weights)
+		if !isContended {
+			continue
+		}
+		contended++
+		if i > 0 {
+			r.ContendedSeconds += (smp.at - o.samples[i-1].at).Seconds()
+		}
+		for q, d := range deserved {
+			shareSum[q] += smp.shares[q]
+			deservedSum[q] += d
+		}
+	}
+	r.JainIndex = 1
+	if contended == 0 {
+		return
+	}
+	r.QueueShares = map[string]QueueShare{}
+	var normalized []float64
+	for q := range shareSum {
+		qs := QueueShare{Weight: weights[q], Share: shareSum[q] / float64(contended), Deserved: deservedSum[q] / float64(contended)}
+		r.QueueShares[q] = qs
+		r.MaxShareDeviation = math.Max(r.MaxShareDeviation, math.Abs(qs.Share-qs.Deserved))
+		w := float64(qs.Weight)
+		if w <= 0 {
+			w = 1
+		}
+		normalized = append(normalized, qs.Share/w)
+	}
+	r.JainIndex = jain(normalized)
+}
+
+// waterFill divides a cluster of size 1 among queues with demands (as
+// dominant shares) by weight: each queue gets at most its demand, and what
+// one leaves is shared by the others by weight. It says whether the
+// queues were contended: at least two queues want something and together
+// they want more than the cluster.
+func waterFill(demands map[string]float64, weights map[string]int32) (map[string]float64, bool) {
+	total, active := 0.0, 0
+	for _, d := range demands {
+		if d > 0 {
+			total += d
+			active++
+		}
+	}
+	if active < 2 || total <= 1 {
+		return nil, false
+	}
+	deserved := map[string]float64{}
+	unmet := map[string]bool{}
+	for q, d := range demands {
+		if d > 0 {
+			unmet[q] = true
+			deserved[q] = 0
+		}
+	}
+	remaining := 1.0
+	for len(unmet) > 0 && remaining > 1e-9 {
+		w := 0.0
+		for q := range unmet {
+			w += weightOf(weights, q)
+		}
+		given := 0.0
+		for _, q := range sortedKeys(unmet) {
+			add := remaining * weightOf(weights, q) / w
+			if deserved[q]+add >= demands[q] {
+				add = demands[q] - deserved[q]
+				delete(unmet, q)
+			}
+			deserved[q] += add
+			given += add
+		}
+		remaining -= given
+		if given < 1e-12 {
+			break
+		}
+	}
+	return deserved, true
+}
+
+func weightOf(weights map[string]int32, q string) float64 {
+	if w := weights[q]; w > 0 {
+		return float64(w)
+	}
+	return 1
+}
+
+// jain is Jain's fairness index (Σx)²/(n·Σx²): 1 when all are equal.
+func jain(x []float64) float64 {
+	if len(x) == 0 {
+		return 1
+	}
+	sum, sq := 0.0, 0.0
+	for _, v := range x {
+		sum += v
+		sq += v * v
+	}
+	if sq == 0 {
+		return 1
+	}
+	return sum * sum / (float64(len(x)) * sq)
+}

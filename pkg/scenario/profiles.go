@@ -1,0 +1,133 @@
+package scenario
+
+import (
+	"fmt"
+	"io/fs"
+	"time"
+
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"sigs.k8s.io/scheduler-plugins/pkg/capacityscheduling"
+	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
+	"sigs.k8s.io/yaml"
+
+	// scheduler-plugins' args (CoschedulingArgs) decode through
+	// kube-scheduler's scheme once registered there.
+	_ "sigs.k8s.io/scheduler-plugins/apis/config/scheme"
+
+	"github.com/muster-sched/muster/config"
+	"github.com/muster-sched/muster/pkg/plugins"
+)
+
+// stockConfig is kube-scheduler's default profile.
+const stockConfig = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+`
+
+// coschedulingConfig is scheduler-plugins' Coscheduling as its README
+// configures it: the one QueueSort, and every other point it implements.
+const coschedulingConfig = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+      disabled:
+      - name: PrioritySort
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: %d
+`
+
+// capacitySchedulingConfig is scheduler-plugins' CapacityScheduling as its
+// README configures it: its PostFilter replaces DefaultPreemption.
+const capacitySchedulingConfig = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    preFilter:
+      enabled:
+      - name: CapacityScheduling
+    postFilter:
+      enabled:
+      - name: CapacityScheduling
+      disabled:
+      - name: "*"
+    reserve:
+      enabled:
+      - name: CapacityScheduling
+`
+
+// schedulerConfig is the KubeSchedulerConfiguration of a profile, with the
+// recorder added to every scheduler profile's Reserve.
+func schedulerConfig(profile string, gangWait time.Duration) ([]byte, error) {
+	var base []byte
+	switch profile {
+	case ProfileStock:
+		base = []byte(stockConfig)
+	case ProfileCoscheduling:
+		base = []byte(fmt.Sprintf(coschedulingConfig, int(gangWait.Seconds())))
+	case ProfileCapacityScheduling:
+		base = []byte(capacitySchedulingConfig)
+	case ProfileMuster, ProfileMusterBinpack:
+		name := "replace-default.yaml"
+		if profile == ProfileMusterBinpack {
+			name = "binpack.yaml"
+		}
+		data, err := fs.ReadFile(config.FS, name)
+		if err != nil {
+			return nil, err
+		}
+		base = data
+	default:
+		return nil, fmt.Errorf("unknown profile %q", profile)
+	}
+	return withRecorder(base)
+}
+
+// withRecorder adds the recorder to the Reserve point of every scheduler
+// profile of a KubeSchedulerConfiguration.
+func withRecorder(data []byte) ([]byte, error) {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, err
+	}
+	delete(cfg, "leaderElection") // the runner runs one scheduler, without election
+	profiles, _ := cfg["profiles"].([]any)
+	for _, p := range profiles {
+		prof, _ := p.(map[string]any)
+		if prof == nil {
+			continue
+		}
+		pl, _ := prof["plugins"].(map[string]any)
+		if pl == nil {
+			pl = map[string]any{}
+		}
+		reserve, _ := pl["reserve"].(map[string]any)
+		if reserve == nil {
+			reserve = map[string]any{}
+		}
+		enabled, _ := reserve["enabled"].([]any)
+		reserve["enabled"] = append(enabled, map[string]any{"name": RecorderName})
+		pl["reserve"] = reserve
+		prof["plugins"] = pl
+	}
+	return yaml.Marshal(cfg)
+}
+
+// registry is every plugin a profile may name, and this run's recorder.
+func registry(rec *recorder) []app.Option {
+	return append(plugins.Options(),
+		app.WithPlugin(coscheduling.Name, coscheduling.New),
+		app.WithPlugin(capacityscheduling.Name, capacityscheduling.New),
+		app.WithPlugin(RecorderName, rec.factory),
+	)
+}

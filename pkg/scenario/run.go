@@ -1,0 +1,372 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-sched/muster/manifests/scheduler-plugins"
+	"github.com/muster-sched/muster/manifests/scheduler-plugins/elasticquota"
+	"github.com/muster-sched/muster/pkg/controlplane"
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+// Options tune a run.
+type Options struct {
+	// Profiles, when set, replace each scenario's list (unknown or
+	// inapplicable names are an error).
+	Profiles []string
+	// Progress, when set, receives a progress line while each run goes.
+	Progress io.Writer
+	// Interactive redraws the progress line in place (a terminal).
+	Interactive bool
+}
+
+// Run runs the scenario once per profile, each on a fresh control plane,
+// and returns the results in profile order.
+func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
+	profiles := s.Profiles
+	if len(opts.Profiles) > 0 {
+		profiles = opts.Profiles
+	}
+	var results []*Result
+	for _, p := range profiles {
+		r, err := runProfile(ctx, s, p, opts)
+		if err != nil {
+			return results, fmt.Errorf("%s, profile %s: %w", s.Name, p, err)
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+// runProfile runs the scenario under one profile and stops every goroutine
+// it started before returning.
+func runProfile(parent context.Context, s *Scenario, profile string, opts Options) (*Result, error) {
+	cfg, err := schedulerConfig(profile, s.gangWait)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, schedulerplugins.FS, elasticquota.FS)
+	if err != nil {
+		return nil, err
+	}
+	defer cp.Stop()
+	if err := setUpCluster(ctx, s, profile, cp); err != nil {
+		return nil, err
+	}
+
+	gangs := map[string]*gangRecord{}
+	for _, a := range s.timeline() {
+		if a.workload.Kind == KindGang {
+			gangs[a.workload.namespace()+"/"+a.groupName()] = &gangRecord{
+				name: a.groupName(), queue: a.workload.Queue, minMember: a.workload.minMember(), size: a.workload.size(),
+			}
+		}
+	}
+	obs := newObserver(s, gangs)
+	stopWatch, err := obs.watch(ctx, cp.Client)
+	if err != nil {
+		return nil, err
+	}
+	defer stopWatch()
+
+	kubelet, err := simulator.StartKubelet(ctx, cp.Client, s.Speedup)
+	if err != nil {
+		return nil, err
+	}
+	defer kubelet.Wait()
+	defer cancel()
+
+	dir, err := os.MkdirTemp("", "muster-bench")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	rec := newRecorder()
+	attemptsBefore := scheduleAttempts()
+	sched, err := simulator.StartScheduler(ctx, kubeconfig, cfg, registry(rec)...)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	stopSched := func() {
+		if !stopped {
+			stopped = true
+			sched.Stop()
+		}
+	}
+	defer stopSched()
+
+	mem := startMemorySampler(ctx)
+	start := time.Now()
+	obs.mu.Lock()
+	obs.start, obs.lastProgress = start, start
+	obs.mu.Unlock()
+
+	createErr := make(chan error, 1)
+	var creators sync.WaitGroup
+	creators.Add(1)
+	go func() {
+		defer creators.Done()
+		createErr <- createWorkloads(ctx, s, profile, cp, start)
+	}()
+	defer creators.Wait()
+
+	end, runErr := waitForEnd(ctx, s, profile, obs, createErr, start, opts)
+	stopSched()
+	cancel()
+	if runErr != nil {
+		return nil, runErr
+	}
+	peakRSS, peakHeap := mem.stop()
+	rel, open := rec.snapshot(end)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	r := measure(s, obs, rel, open, scheduleAttempts()-attemptsBefore, start, end)
+	r.Profile = profile
+	r.PeakRSSBytes, r.PeakHeapBytes = peakRSS, peakHeap
+	return r, nil
+}
+
+// waitForEnd samples the cluster until every pod is done, nothing has moved
+// for the scenario's settle time after the last arrival, or the timeout.
+func waitForEnd(ctx context.Context, s *Scenario, profile string, obs *observer, createErr chan error, start time.Time, opts Options) (time.Time, error) {
+	total := s.PodCount()
+	interval := 200 * time.Millisecond
+	if d := s.timeout / 600; d > interval {
+		interval = d
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	arrived := false
+	bar := progressBar{out: opts.Progress, interactive: opts.Interactive, label: s.Name + " · " + profile}
+	defer bar.finish()
+	for {
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case err := <-createErr:
+			if err != nil {
+				return time.Time{}, fmt.Errorf("creating workloads: %w", err)
+			}
+			arrived = true
+		case now := <-tick.C:
+			obs.sampleNow()
+			created, bound, done, last := obs.progress()
+			bar.show(now.Sub(start), created, bound, done, total)
+			switch {
+			case arrived && created >= total && done >= created:
+				return now, nil
+			case arrived && now.Sub(last) >= s.settle:
+				return now, nil
+			case now.Sub(start) >= s.timeout:
+				return now, nil
+			}
+		}
+	}
+}
+
+// setUpCluster creates everything that exists before the timeline starts.
+func setUpCluster(ctx context.Context, s *Scenario, profile string, cp *controlplane.ControlPlane) error {
+	for _, ns := range s.namespaces() {
+		if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	for _, pc := range s.priorityClasses() {
+		if _, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for i := range s.Queues {
+		if _, err := cp.Muster.SchedulingV1alpha1().Queues().Create(ctx, s.Queues[i].musterQueue(), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("queue %s: %w", s.Queues[i].Name, err)
+		}
+	}
+	dyn, err := dynamic.NewForConfig(cp.JSONConfig())
+	if err != nil {
+		return err
+	}
+	if profile == ProfileCapacityScheduling {
+		gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "elasticquotas"}
+		for i := range s.Queues {
+			q := &s.Queues[i]
+			if len(q.Deserved)+len(q.Guarantee)+len(q.Capability) == 0 {
+				continue
+			}
+			if _, err := dyn.Resource(gvr).Namespace(q.Name).Create(ctx, q.elasticQuota(), metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("elastic quota %s: %w", q.Name, err)
+			}
+		}
+	}
+	if err := createNodes(ctx, s, cp); err != nil {
+		return err
+	}
+	return applyManifests(ctx, s, cp, dyn)
+}
+
+// createNodes creates the node groups, several nodes at a time.
+func createNodes(ctx context.Context, s *Scenario, cp *controlplane.ControlPlane) error {
+	var nodes []*v1.Node
+	for _, g := range s.Cluster.Nodes {
+		shape := g.nodeShape()
+		for i := range g.Count {
+			n, err := shape.Node(fmt.Sprintf("%s-%d", g.Name, i))
+			if err != nil {
+				return err
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	return parallel(ctx, len(nodes), 16, func(i int) error {
+		_, err := simulator.CreateNode(ctx, cp.Client, nodes[i])
+		return err
+	})
+}
+
+// applyManifests creates the scenario's raw objects, in file order.
+func applyManifests(ctx context.Context, s *Scenario, cp *controlplane.ControlPlane, dyn dynamic.Interface) error {
+	if len(s.objects) == 0 {
+		return nil
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cp.Client.Discovery()))
+	for _, m := range s.objects {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(m.data); err != nil {
+			return fmt.Errorf("manifest %s: %w", m.source, err)
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("manifest %s: %w", m.source, err)
+		}
+		res := dyn.Resource(mapping.Resource)
+		var ri dynamic.ResourceInterface = res
+		if mapping.Scope.Name() == "namespace" {
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(DefaultNamespace)
+			}
+			ri = res.Namespace(obj.GetNamespace())
+		}
+		if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("manifest %s: %w", m.source, err)
+		}
+	}
+	return nil
+}
+
+// createWorkloads creates each arrival at its time after start.
+func createWorkloads(ctx context.Context, s *Scenario, profile string, cp *controlplane.ControlPlane, start time.Time) error {
+	logger := klog.FromContext(ctx)
+	for _, a := range s.timeline() {
+		if wait := time.Until(start.Add(a.at)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		if err := createArrival(ctx, s, profile, cp, a); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		logger.V(4).Info("Workload arrived", "workload", a.workload.Name, "copy", a.copy)
+	}
+	return nil
+}
+
+func createArrival(ctx context.Context, s *Scenario, profile string, cp *controlplane.ControlPlane, a arrival) error {
+	w := a.workload
+	if w.Kind == KindGang {
+		switch profile {
+		case ProfileMuster, ProfileMusterBinpack:
+			if _, err := cp.Muster.SchedulingV1alpha1().PodGroups(w.namespace()).Create(ctx, a.musterPodGroup(s.gangWait), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		case ProfileCoscheduling:
+			if err := createCoschedulingPodGroup(ctx, cp, a, s.gangWait); err != nil {
+				return err
+			}
+		}
+	}
+	pods := a.pods(profile)
+	return parallel(ctx, len(pods), 8, func(i int) error {
+		_, err := cp.Client.CoreV1().Pods(pods[i].Namespace).Create(ctx, pods[i], metav1.CreateOptions{})
+		return err
+	})
+}
+
+func createCoschedulingPodGroup(ctx context.Context, cp *controlplane.ControlPlane, a arrival, gangWait time.Duration) error {
+	dyn, err := dynamic.NewForConfig(cp.JSONConfig())
+	if err != nil {
+		return err
+	}
+	obj, err := toUnstructured(a.coschedulingPodGroup(gangWait))
+	if err != nil {
+		return err
+	}
+	gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+	_, err = dyn.Resource(gvr).Namespace(a.workload.namespace()).Create(ctx, obj, metav1.CreateOptions{})
+	return err
+}
+
+// parallel runs f(0..n-1) on up to workers goroutines; the first error wins.
+func parallel(ctx context.Context, n, workers int, f func(int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  int
+	)
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := first != nil || i >= n || ctx.Err() != nil
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return first
+}

@@ -1,0 +1,299 @@
+// Package scenario reads scenario files (a cluster, queues, a timeline of
+// workloads and the scheduler profiles to compare), runs each scenario once
+// per profile on a fresh in-process control plane, measures what users of a
+// batch scheduler ask about — deadlock, starvation, fairness, packing — and
+// writes the results side by side.
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Scenario is one scenario file, parsed and validated. Field names are the
+// file's; docs/scenarios.md is the reference.
+type Scenario struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Speedup divides simulated run times (default 1).
+	Speedup float64 `yaml:"speedup"`
+	// Timeout bounds each profile's run (default 2m).
+	Timeout string `yaml:"timeout"`
+	// Settle ends a run that has made no progress for this long (default 15s).
+	Settle string `yaml:"settle"`
+	// GangTimeout is how long placed gang members may wait for the rest
+	// (Muster's scheduleTimeoutSeconds, Coscheduling's
+	// permitWaitingTimeSeconds); default 10s.
+	GangTimeout string `yaml:"gangTimeout"`
+	// Profiles to compare; default: stock and muster, plus coscheduling
+	// when the scenario has gangs and capacityscheduling when queues have
+	// quotas.
+	Profiles  []string      `yaml:"profiles"`
+	Cluster   Cluster       `yaml:"cluster"`
+	Queues    []Queue       `yaml:"queues"`
+	Workloads []Workload    `yaml:"workloads"`
+	Manifests []yaml.Node   `yaml:"manifests"`
+	Expect    []Expectation `yaml:"expect"`
+
+	// Filled in by Parse.
+	file      string
+	dir       string
+	root      *yaml.Node
+	timeout   time.Duration
+	settle    time.Duration
+	gangWait  time.Duration
+	objects   []manifestObject
+	resources map[v1.ResourceName]bool
+}
+
+// Cluster is the simulated nodes, in groups of one shape.
+type Cluster struct {
+	Nodes []NodeGroup `yaml:"nodes"`
+}
+
+// NodeGroup is count nodes of one shape, named <name>-0, <name>-1, …
+type NodeGroup struct {
+	Name     string            `yaml:"name"`
+	Count    int               `yaml:"count"`
+	CPU      string            `yaml:"cpu"`
+	Memory   string            `yaml:"memory"`
+	Pods     int               `yaml:"pods"`
+	GPUs     int               `yaml:"gpus"`
+	Extended map[string]string `yaml:"extended"`
+	Labels   map[string]string `yaml:"labels"`
+	Taints   []Taint           `yaml:"taints"`
+}
+
+// Taint is a node taint.
+type Taint struct {
+	Key    string `yaml:"key"`
+	Value  string `yaml:"value"`
+	Effect string `yaml:"effect"`
+}
+
+// Queue is a Muster Queue; every profile gets the same workloads, and the
+// capacityscheduling profile gets an ElasticQuota per queue namespace.
+type Queue struct {
+	Name       string            `yaml:"name"`
+	Weight     int32             `yaml:"weight"`
+	Priority   int32             `yaml:"priority"`
+	Deserved   map[string]string `yaml:"deserved"`
+	Guarantee  map[string]string `yaml:"guarantee"`
+	Capability map[string]string `yaml:"capability"`
+}
+
+// Workload is a gang or a set of plain pods arriving on the timeline.
+type Workload struct {
+	Name string `yaml:"name"`
+	// Kind is gang or pods.
+	Kind string `yaml:"kind"`
+	// Arrival is when the first copy arrives, after the run starts.
+	Arrival string `yaml:"arrival"`
+	// Repeat is how many copies arrive (default 1), Every apart.
+	Repeat int    `yaml:"repeat"`
+	Every  string `yaml:"every"`
+	// Members is the number of pods (of a gang, or plain pods).
+	Members int `yaml:"members"`
+	// MinMember is the gang's minimum (default: Members).
+	MinMember int `yaml:"minMember"`
+	// Roles split a gang's members, each with its own minimum and requests.
+	Roles    []Role            `yaml:"roles"`
+	Queue    string            `yaml:"queue"`
+	Priority int32             `yaml:"priority"`
+	Requests map[string]string `yaml:"requests"`
+	// RunTime is how long each pod runs once bound (default: forever).
+	RunTime      string            `yaml:"runTime"`
+	NodeSelector map[string]string `yaml:"nodeSelector"`
+	Tolerations  []Toleration      `yaml:"tolerations"`
+
+	runTime time.Duration
+	arrival time.Duration
+	every   time.Duration
+}
+
+// Role is a part of a gang: Members pods, at least Min of which the gang
+// needs (Muster's minTaskMember).
+type Role struct {
+	Name     string            `yaml:"name"`
+	Members  int               `yaml:"members"`
+	Min      int               `yaml:"min"`
+	Requests map[string]string `yaml:"requests"`
+}
+
+// Toleration tolerates a node taint.
+type Toleration struct {
+	Key      string `yaml:"key"`
+	Operator string `yaml:"operator"`
+	Value    string `yaml:"value"`
+	Effect   string `yaml:"effect"`
+}
+
+// Expectation bounds metrics of one profile (or every profile when
+// Profile is empty). A nil bound is not checked.
+type Expectation struct {
+	Profile string `yaml:"profile"`
+	// Absolute bounds.
+	PartialGangs       *int           `yaml:"partialGangs"`
+	MaxShareDeviation  *float64       `yaml:"maxShareDeviation"`
+	MinJainIndex       *float64       `yaml:"minJainIndex"`
+	MaxAttemptsPerPod  *float64       `yaml:"maxAttemptsPerPod"`
+	MaxUnscheduledPods *int           `yaml:"maxUnscheduledPods"`
+	MaxEvictions       *int           `yaml:"maxEvictions"`
+	MaxGangsBroken     *int           `yaml:"maxGangsBroken"`
+	MinFreeNodes       map[string]int `yaml:"minFreeNodes"`
+	// Bounds relative to another profile of the same scenario.
+	Relative []RelativeBound `yaml:"relative"`
+}
+
+// RelativeBound bounds metric(this profile) / metric(Of).
+type RelativeBound struct {
+	Metric string   `yaml:"metric"`
+	Of     string   `yaml:"of"`
+	Max    *float64 `yaml:"max"`
+	Min    *float64 `yaml:"min"`
+}
+
+// manifestObject is a raw Kubernetes object of the scenario.
+type manifestObject struct {
+	data   []byte // JSON
+	source string
+}
+
+// Load reads and validates a scenario file.
+func Load(file string) (*Scenario, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(file, data)
+}
+
+// Parse decodes and validates a scenario. Errors name the file, the line
+// and the field: "contention.yaml: line 12: workloads[0].members: must be
+// at least 1".
+func Parse(file string, data []byte) (*Scenario, error) {
+	s := &Scenario{file: file, dir: filepath.Dir(file)}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty scenario", file)
+		}
+		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, fmt.Errorf("%s: line %d: a scenario file holds one YAML document", file, extra.Line)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	s.root = &root
+	if errs := s.validate(); len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = file + ": " + e.Error()
+		}
+		return nil, errors.New(strings.Join(msgs, "\n"))
+	}
+	return s, nil
+}
+
+// File is the file the scenario was read from.
+func (s *Scenario) File() string { return s.file }
+
+// HasGangs says whether any workload is a gang.
+func (s *Scenario) HasGangs() bool {
+	for _, w := range s.Workloads {
+		if w.Kind == KindGang {
+			return true
+		}
+	}
+	return false
+}
+
+// HasQuotas says whether any queue sets deserved, guarantee or capability.
+func (s *Scenario) HasQuotas() bool {
+	for _, q := range s.Queues {
+		if len(q.Deserved)+len(q.Guarantee)+len(q.Capability) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// PodCount is the number of pods the scenario creates (raw manifests aside).
+func (s *Scenario) PodCount() int {
+	n := 0
+	for _, w := range s.Workloads {
+		n += w.repeat() * w.size()
+	}
+	return n
+}
+
+// Workload kinds.
+const (
+	KindGang = "gang"
+	KindPods = "pods"
+)
+
+func (w *Workload) repeat() int {
+	if w.Repeat == 0 {
+		return 1
+	}
+	return w.Repeat
+}
+
+// size is the number of pods of one copy.
+func (w *Workload) size() int {
+	if len(w.Roles) == 0 {
+		return w.Members
+	}
+	n := 0
+	for _, r := range w.Roles {
+		n += r.Members
+	}
+	return n
+}
+
+// minMember is the gang's minimum.
+func (w *Workload) minMember() int {
+	if w.MinMember > 0 {
+		return w.MinMember
+	}
+	if len(w.Roles) == 0 {
+		return w.Members
+	}
+	n := 0
+	for _, r := range w.Roles {
+		n += r.roleMin()
+	}
+	return n
+}
+
+func (r *Role) roleMin() int {
+	if r.Min > 0 {
+		return r.Min
+	}
+	return r.Members
+}
+
+// resourceList parses requests already validated.
+func resourceList(m map[string]string) v1.ResourceList {
+	out := v1.ResourceList{}
+	for k, v := range m {
+		out[v1.ResourceName(k)] = resource.MustParse(v)
+	}
+	return out
+}
