@@ -23,7 +23,8 @@ type Result struct {
 	// never got there (Complete is then false).
 	MakespanSeconds float64 `json:"makespanSeconds"`
 	Complete        bool    `json:"complete"`
-	// PodsPerSecond is bound pods ÷ (last bind − first pod created).
+	// PodsPerSecond is bound pods ÷ (last bind − first pod created, or
+	// the scheduler's start for pods created before it).
 	PodsPerSecond float64 `json:"podsPerSecond"`
 	// AttemptsPerPod is kube-scheduler's scheduling attempts ÷ pods.
 	AttemptsPerPod float64 `json:"attemptsPerPod"`
@@ -111,8 +112,12 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 	var firstCreated, lastBound, lastDone time.Time
 	boundUIDs := map[string]bool{}
 	for _, p := range o.pods {
-		if firstCreated.IsZero() || p.created.Before(firstCreated) {
-			firstCreated = p.created
+		created := p.created
+		if created.Before(start) {
+			created = start // created before the scheduler started
+		}
+		if firstCreated.IsZero() || created.Before(firstCreated) {
+			firstCreated = created
 		}
 		if p.bound.IsZero() {
 			r.UnscheduledPods++
@@ -147,7 +152,7 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 	var latencies []float64
 	for _, g := range o.gangs {
 		r.Gangs++
-		lat, bound, ok := gangLatency(g)
+		lat, bound, ok := gangLatency(g, start)
 		if ok {
 			r.GangsBound++
 			latencies = append(latencies, lat)
@@ -181,11 +186,14 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 // gangLatency is the time from the last member created to the last
 // member bound, when every member was bound; bound counts members ever
 // bound.
-func gangLatency(g *gangRecord) (seconds float64, bound int, ok bool) {
+func gangLatency(g *gangRecord, start time.Time) (seconds float64, bound int, ok bool) {
 	var lastCreated, lastBound time.Time
 	for _, m := range g.members {
 		if m.created.After(lastCreated) {
 			lastCreated = m.created
+		}
+		if lastCreated.Before(start) {
+			lastCreated = start // created before the scheduler started
 		}
 		if m.bound.IsZero() {
 			continue

@@ -108,7 +108,7 @@ func TestGangOutcome(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			lat, bound, ok := gangLatency(tc.gang)
+			lat, bound, ok := gangLatency(tc.gang, t0)
 			if math.Abs(lat-tc.wantLatency) > 1e-9 || bound != tc.wantBound || ok != tc.wantOK {
 				t.Errorf("gangLatency = %v, %d, %v; want %v, %d, %v", lat, bound, ok, tc.wantLatency, tc.wantBound, tc.wantOK)
 			}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/muster-sched/muster/manifests/scheduler-plugins"
 	"github.com/muster-sched/muster/manifests/scheduler-plugins/elasticquota"
@@ -39,6 +40,9 @@ type Options struct {
 // Run runs the scenario once per profile, each on a fresh control plane,
 // and returns the results in profile order.
 func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
+	// scheduler-plugins' plugins build controller-runtime clients, which
+	// complain (with a stack) unless its logger is set: send it to klog.
+	setLoggerOnce.Do(func() { ctrllog.SetLogger(klog.Background()) })
 	profiles := s.Profiles
 	if len(opts.Profiles) > 0 {
 		profiles = opts.Profiles
@@ -53,6 +57,8 @@ func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
 	}
 	return results, nil
 }
+
+var setLoggerOnce sync.Once
 
 // runProfile runs the scenario under one profile and stops every goroutine
 // it started before returning.
@@ -103,8 +109,24 @@ func runProfile(parent context.Context, s *Scenario, profile string, opts Option
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err
 	}
+	// Workloads arriving at 0s exist before the scheduler starts, so that
+	// throughput measures scheduling, not how fast the runner creates pods.
+	creator, err := newCreator(s, profile, cp)
+	if err != nil {
+		return nil, err
+	}
+	arrivals := s.timeline()
+	first := 0
+	for first < len(arrivals) && arrivals[first].at == 0 {
+		first++
+	}
+	if err := creator.create(ctx, arrivals[:first]); err != nil {
+		return nil, fmt.Errorf("creating workloads: %w", err)
+	}
+
 	rec := newRecorder()
 	attemptsBefore := scheduleAttempts()
+	mem := startMemorySampler(ctx)
 	sched, err := simulator.StartScheduler(ctx, kubeconfig, cfg, registry(rec)...)
 	if err != nil {
 		return nil, err
@@ -117,8 +139,6 @@ func runProfile(parent context.Context, s *Scenario, profile string, opts Option
 		}
 	}
 	defer stopSched()
-
-	mem := startMemorySampler(ctx)
 	start := time.Now()
 	obs.mu.Lock()
 	obs.start, obs.lastProgress = start, start
@@ -129,7 +149,7 @@ func runProfile(parent context.Context, s *Scenario, profile string, opts Option
 	creators.Add(1)
 	go func() {
 		defer creators.Done()
-		createErr <- createWorkloads(ctx, s, profile, cp, start)
+		createErr <- creator.timeline(ctx, arrivals[first:], start)
 	}()
 	defer creators.Wait()
 
@@ -276,61 +296,85 @@ func applyManifests(ctx context.Context, s *Scenario, cp *controlplane.ControlPl
 	return nil
 }
 
-// createWorkloads creates each arrival at its time after start.
-func createWorkloads(ctx context.Context, s *Scenario, profile string, cp *controlplane.ControlPlane, start time.Time) error {
+// creator creates the scenario's workloads for one profile.
+type creator struct {
+	s       *Scenario
+	profile string
+	cp      *controlplane.ControlPlane
+	dyn     dynamic.Interface
+}
+
+func newCreator(s *Scenario, profile string, cp *controlplane.ControlPlane) (*creator, error) {
+	dyn, err := dynamic.NewForConfig(cp.JSONConfig())
+	if err != nil {
+		return nil, err
+	}
+	return &creator{s: s, profile: profile, cp: cp, dyn: dyn}, nil
+}
+
+// timeline creates each batch of arrivals at its time after start.
+func (c *creator) timeline(ctx context.Context, arrivals []arrival, start time.Time) error {
 	logger := klog.FromContext(ctx)
-	for _, a := range s.timeline() {
-		if wait := time.Until(start.Add(a.at)); wait > 0 {
+	for len(arrivals) > 0 {
+		n := 1
+		for n < len(arrivals) && arrivals[n].at == arrivals[0].at {
+			n++
+		}
+		if wait := time.Until(start.Add(arrivals[0].at)); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-time.After(wait):
 			}
 		}
-		if err := createArrival(ctx, s, profile, cp, a); err != nil {
+		if err := c.create(ctx, arrivals[:n]); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		logger.V(4).Info("Workload arrived", "workload", a.workload.Name, "copy", a.copy)
+		logger.V(4).Info("Workloads arrived", "at", arrivals[0].at, "copies", n)
+		arrivals = arrivals[n:]
 	}
 	return nil
 }
 
-func createArrival(ctx context.Context, s *Scenario, profile string, cp *controlplane.ControlPlane, a arrival) error {
-	w := a.workload
-	if w.Kind == KindGang {
-		switch profile {
-		case ProfileMuster, ProfileMusterBinpack:
-			if _, err := cp.Muster.SchedulingV1alpha1().PodGroups(w.namespace()).Create(ctx, a.musterPodGroup(s.gangWait), metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		case ProfileCoscheduling:
-			if err := createCoschedulingPodGroup(ctx, cp, a, s.gangWait); err != nil {
-				return err
-			}
+// create creates arrivals at once: their groups, then all their pods.
+func (c *creator) create(ctx context.Context, arrivals []arrival) error {
+	var gangs []arrival
+	var pods []*v1.Pod
+	for _, a := range arrivals {
+		if a.workload.Kind == KindGang {
+			gangs = append(gangs, a)
 		}
+		pods = append(pods, a.pods(c.profile)...)
 	}
-	pods := a.pods(profile)
-	return parallel(ctx, len(pods), 8, func(i int) error {
-		_, err := cp.Client.CoreV1().Pods(pods[i].Namespace).Create(ctx, pods[i], metav1.CreateOptions{})
+	if err := parallel(ctx, len(gangs), 8, func(i int) error { return c.createGroup(ctx, gangs[i]) }); err != nil {
+		return err
+	}
+	return parallel(ctx, len(pods), 16, func(i int) error {
+		_, err := c.cp.Client.CoreV1().Pods(pods[i].Namespace).Create(ctx, pods[i], metav1.CreateOptions{})
 		return err
 	})
 }
 
-func createCoschedulingPodGroup(ctx context.Context, cp *controlplane.ControlPlane, a arrival, gangWait time.Duration) error {
-	dyn, err := dynamic.NewForConfig(cp.JSONConfig())
-	if err != nil {
+// createGroup creates the gang's group object of the profile, if any.
+func (c *creator) createGroup(ctx context.Context, a arrival) error {
+	ns := a.workload.namespace()
+	switch c.profile {
+	case ProfileMuster, ProfileMusterBinpack:
+		_, err := c.cp.Muster.SchedulingV1alpha1().PodGroups(ns).Create(ctx, a.musterPodGroup(c.s.gangWait), metav1.CreateOptions{})
+		return err
+	case ProfileCoscheduling:
+		obj, err := toUnstructured(a.coschedulingPodGroup(c.s.gangWait))
+		if err != nil {
+			return err
+		}
+		gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+		_, err = c.dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
 		return err
 	}
-	obj, err := toUnstructured(a.coschedulingPodGroup(gangWait))
-	if err != nil {
-		return err
-	}
-	gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
-	_, err = dyn.Resource(gvr).Namespace(a.workload.namespace()).Create(ctx, obj, metav1.CreateOptions{})
-	return err
+	return nil
 }
 
 // parallel runs f(0..n-1) on up to workers goroutines; the first error wins.
