@@ -19,6 +19,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&BinpackArgs{},
 		&GangArgs{},
+		&ProportionArgs{},
+		&CapacityArgs{},
 	)
 	return nil
 }

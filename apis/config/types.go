@@ -19,6 +19,28 @@ type GangArgs struct {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// ProportionArgs configures the Proportion queue policy.
+type ProportionArgs struct {
+	metav1.TypeMeta
+
+	// OvercommitFactor bounds admission: a gang starts only if its
+	// minResources plus what other admitted gangs still need fit within
+	// factor × the cluster's allocatable, less what is in use.
+	OvercommitFactor float64
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CapacityArgs configures the Capacity queue policy.
+type CapacityArgs struct {
+	metav1.TypeMeta
+
+	// OvercommitFactor: as for ProportionArgs.
+	OvercommitFactor float64
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // BinpackArgs configures the Binpack score plugin.
 type BinpackArgs struct {
 	metav1.TypeMeta

@@ -1,9 +1,15 @@
-package gang
+// Package batch holds the batch state of one scheduler process: the gangs,
+// the queue accounting and the status controllers. kube-scheduler builds a
+// plugin instance per profile; they all share this one state, built on
+// first use and dropped when the scheduler stops.
+package batch
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -20,31 +27,44 @@ import (
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/controllers"
 	"github.com/muster-sched/muster/pkg/controllers/podgroup"
+	queuecontroller "github.com/muster-sched/muster/pkg/controllers/queue"
 	"github.com/muster-sched/muster/pkg/gang"
 	musterclient "github.com/muster-sched/muster/pkg/generated/clientset/versioned"
+	musterinformers "github.com/muster-sched/muster/pkg/generated/informers/externalversions"
+	"github.com/muster-sched/muster/pkg/queue"
 )
 
-// shared is the gang state of one scheduler process, used by the Gang
-// plugin of every profile.
-type shared struct {
-	manager *gang.Manager
+// Batch is the batch state of one scheduler.
+type Batch struct {
+	Gangs *gang.Manager
+
+	handle   framework.Handle
+	clients  gang.Clients
+	recorder events.EventRecorder
+	queueInf musterinformers.SharedInformerFactory
+
+	mu     sync.Mutex
+	queues atomic.Pointer[queue.State]
+	// queuesOn is closed once a queue policy is enabled.
+	queuesOn   chan struct{}
+	activation sync.Once
 }
 
 var (
-	sharedMu sync.Mutex
+	mu sync.Mutex
 	// byScheduler holds the state of each running scheduler, keyed by its
 	// informer factory: one per scheduler, shared by its profiles.
-	byScheduler = map[informers.SharedInformerFactory]*shared{}
+	byScheduler = map[informers.SharedInformerFactory]*Batch{}
 )
 
-// sharedState returns the gang state of the scheduler h belongs to, building
-// it on first use; it is dropped when ctx (the scheduler's) ends.
-func sharedState(ctx context.Context, h framework.Handle) (*shared, error) {
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
+// For returns the batch state of the scheduler h belongs to, building it on
+// first use; it is dropped when ctx (the scheduler's) ends.
+func For(ctx context.Context, h framework.Handle) (*Batch, error) {
+	mu.Lock()
+	defer mu.Unlock()
 	factory := h.SharedInformerFactory()
-	if s, ok := byScheduler[factory]; ok {
-		return s, nil
+	if b, ok := byScheduler[factory]; ok {
+		return b, nil
 	}
 	clients, err := clientsFor(h.KubeConfig())
 	if err != nil {
@@ -55,28 +75,121 @@ func sharedState(ctx context.Context, h framework.Handle) (*shared, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &shared{manager: m}
+	b := &Batch{Gangs: m, handle: h, clients: clients, queuesOn: make(chan struct{})}
 	logger := klog.FromContext(ctx)
-	m.OnValid(func(key gang.Key, pending []*v1.Pod) {
-		pods := make(map[string]*v1.Pod, len(pending))
-		for _, p := range pending {
-			pods[p.Namespace+"/"+p.Name] = p
-		}
-		logger.V(4).Info("Gang became valid: activating its members", "gang", key, "members", len(pods))
-		h.Activate(logger, pods)
-	})
-	byScheduler[factory] = s
-	go func() {
-		<-ctx.Done()
-		sharedMu.Lock()
-		delete(byScheduler, factory)
-		sharedMu.Unlock()
-	}()
-	if err := startControllers(ctx, h, clients, m); err != nil {
+	if err := b.startControllers(ctx); err != nil {
 		return nil, err
 	}
-	klog.FromContext(ctx).Info("Gang state started", "schedulerPluginsPodGroups", m.SchedulerPluginsInstalled())
+	byScheduler[factory] = b
+	go func() {
+		<-ctx.Done()
+		mu.Lock()
+		delete(byScheduler, factory)
+		mu.Unlock()
+	}()
+	logger.Info("Batch state started", "schedulerPluginsPodGroups", m.SchedulerPluginsInstalled())
+	return b, nil
+}
+
+// QueueStarted is called when the scheduling queue first consults a plugin
+// (PreEnqueue). From then on, a gang that becomes valid has its pending
+// members activated: the queue may have checked them against an older view
+// of the gang and parked them. Before, there is no queue to activate pods
+// in (the framework's pod activator is wired after the plugins are built).
+func (b *Batch) QueueStarted(logger klog.Logger) {
+	b.activation.Do(func() {
+		b.Gangs.OnValid(func(key gang.Key, pending []*v1.Pod) {
+			pods := make(map[string]*v1.Pod, len(pending))
+			for _, p := range pending {
+				pods[p.Namespace+"/"+p.Name] = p
+			}
+			logger.V(4).Info("Gang became valid: activating its members", "gang", key, "members", len(pods))
+			b.handle.Activate(logger, pods)
+		})
+	})
+}
+
+// EnableQueues turns on queue accounting under a policy. Proportion and
+// Capacity are alternatives: a second, different policy is an error.
+func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommit float64) (*queue.State, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.queues.Load(); q != nil {
+		if q.Policy() != policy {
+			return nil, fmt.Errorf("the %s and %s plugins are alternatives: enable one of them in every profile", q.Policy(), policy)
+		}
+		return q, nil
+	}
+	f := musterinformers.NewSharedInformerFactory(b.clients.Muster, 0)
+	lister := f.Scheduling().V1alpha1().Queues().Lister()
+	inf := f.Scheduling().V1alpha1().Queues().Informer()
+	f.Start(ctx.Done())
+	if !waitSynced(ctx, inf.HasSynced) {
+		return nil, fmt.Errorf("queue informer did not sync")
+	}
+	s, err := queue.NewState(policy, overcommit, b.Gangs, lister, b.handle.SharedInformerFactory())
+	if err != nil {
+		return nil, err
+	}
+	b.queueInf = f
+	b.queues.Store(s)
+	close(b.queuesOn)
+	klog.FromContext(ctx).Info("Queue accounting started", "policy", policy, "overcommitFactor", overcommit)
 	return s, nil
+}
+
+// Queues returns the queue accounting, or nil when no queue policy is on.
+// Lock-free: QueueSort reads it for every comparison.
+func (b *Batch) Queues() *queue.State { return b.queues.Load() }
+
+// startControllers runs the status controllers on the elected replica and
+// an event recorder for them; all stop with ctx.
+func (b *Batch) startControllers(ctx context.Context) error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: b.handle.ClientSet().EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	b.recorder = broadcaster.NewRecorder(scheme, "muster-scheduler")
+	pg := podgroup.New(b.clients.Muster, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted)
+	go func() {
+		defer broadcaster.Shutdown()
+		controllers.RunWhenLeader(ctx, b.handle.ClientSet(), controllers.Namespace(), func(ctx context.Context) {
+			go pg.Run(ctx)
+			select {
+			case <-b.queuesOn:
+				q := queuecontroller.New(b.clients.Muster, b.queueInf.Scheduling().V1alpha1().Queues().Lister(), b.Queues(), b.Gangs, b.recorder)
+				q.Run(ctx)
+			case <-ctx.Done():
+			}
+		})
+	}()
+	return nil
+}
+
+// admitted says whether the gang's queue admitted it; with no queue policy
+// every valid gang is.
+func (b *Batch) admitted(key gang.Key) bool {
+	q := b.Queues()
+	if q == nil {
+		return true
+	}
+	snap := q.Last()
+	if snap == nil {
+		return false
+	}
+	g := snap.Gangs[key]
+	return g != nil && g.Admitted
+}
+
+func waitSynced(ctx context.Context, synced func() bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return cache.WaitForCacheSync(ctx.Done(), synced)
 }
 
 // clientsFor builds the CRD clients, checking that Muster's CRDs are served
@@ -123,25 +236,4 @@ func clientsFor(kubeConfig *rest.Config) (gang.Clients, error) {
 		}
 	}
 	return c, nil
-}
-
-// startControllers runs the status controllers on the elected replica and
-// an event recorder for them; all stop with ctx.
-func startControllers(ctx context.Context, h framework.Handle, clients gang.Clients, m *gang.Manager) error {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: h.ClientSet().EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
-	recorder := broadcaster.NewRecorder(scheme, "muster-scheduler")
-	pgController := podgroup.New(clients.Muster, m.PodGroupLister(), m, recorder)
-	go func() {
-		defer broadcaster.Shutdown()
-		controllers.RunWhenLeader(ctx, h.ClientSet(), controllers.Namespace(), pgController.Run)
-	}()
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -57,8 +58,12 @@ type group struct {
 	// reserved holds members this scheduler reserved a node for and has not
 	// yet seen bound, by UID.
 	reserved map[types.UID]string
+	// requests caches each member's resource requests.
+	requests map[types.UID]v1.ResourceList
 	plan     *Plan
 	failure  failure
+	// note is why another plugin (a queue) keeps the gang waiting.
+	note string
 	// created is the earliest creation time of any member.
 	created time.Time
 }
@@ -95,7 +100,7 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 		UpdateFunc: func(_, obj any) { m.updatePod(obj) },
 		DeleteFunc: m.deletePod,
 	}
-	for _, label := range []string{v1alpha1.LabelPodGroup, v1alpha1.LegacyLabelPodGroup, v1alpha1.SchedulerPluginsLabelPodGroup} {
+	for _, label := range []string{v1alpha1.LabelPodGroup, v1alpha1.LegacyLabelPodGroup, v1alpha1.SchedulerPluginsLabelPodGroup, v1alpha1.LabelQueue} {
 		f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = label
 		}))
@@ -216,6 +221,7 @@ func (m *Manager) updatePod(obj any) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	g.members[pod.UID] = pod
+	g.requests[pod.UID] = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	if pod.Spec.NodeName != "" {
 		delete(g.reserved, pod.UID)
 	}
@@ -244,6 +250,7 @@ func (m *Manager) deletePod(obj any) {
 		}
 		delete(g.members, pod.UID)
 		delete(g.reserved, pod.UID)
+		delete(g.requests, pod.UID)
 		if g.plan != nil {
 			if _, planned := g.plan.Nodes[pod.UID]; planned {
 				g.plan = nil
@@ -263,7 +270,7 @@ func (m *Manager) deletePod(obj any) {
 func (m *Manager) groupLocked(key Key) *group {
 	g := m.groups[key]
 	if g == nil {
-		g = &group{members: map[types.UID]*v1.Pod{}, reserved: map[types.UID]string{}}
+		g = &group{members: map[types.UID]*v1.Pod{}, reserved: map[types.UID]string{}, requests: map[types.UID]v1.ResourceList{}}
 		m.groups[key] = g
 	}
 	return g
@@ -289,8 +296,11 @@ func (m *Manager) statusLocked(key Key) Status {
 	}
 	pg, sp := m.sourceObjects(key)
 	spec, err := resolveSpec(key, live, pg, sp, m.spLister != nil)
-	s := computeStatus(key, spec, err, g.members, g.reserved)
+	s := computeStatus(key, spec, err, g.members, g.reserved, g.requests)
 	s.Waiting = g.failure.message
+	if s.Waiting == "" {
+		s.Waiting = g.note
+	}
 	return s
 }
 
@@ -311,6 +321,17 @@ func (m *Manager) sourceObjects(key Key) (*v1alpha1.PodGroup, *spv1alpha1.PodGro
 		return nil, sp
 	}
 	return nil, nil
+}
+
+// Statuses returns the status of every gang.
+func (m *Manager) Statuses() []Status {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Status, 0, len(m.groups))
+	for k := range m.groups {
+		out = append(out, m.statusLocked(k))
+	}
+	return out
 }
 
 // Keys returns the keys of every gang with members or a PodGroup.
@@ -396,6 +417,7 @@ func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
 	g := m.groupLocked(key)
 	g.plan = &Plan{Nodes: nodes, Created: now}
 	g.failure = failure{}
+	g.note = ""
 	m.mu.Unlock()
 	m.notify(key)
 }
@@ -416,6 +438,24 @@ func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
 	changed := g.failure.message != message
 	g.failure = failure{epoch: m.epoch, message: message, at: now}
 	g.plan = nil
+	m.mu.Unlock()
+	if changed {
+		m.notify(key)
+	}
+}
+
+// SetWaiting records why something other than placement keeps the gang
+// waiting (its queue did not admit it); "" clears it.
+func (m *Manager) SetWaiting(key Key, why string) {
+	m.mu.Lock()
+	g := m.groups[key]
+	changed := g != nil && g.note != why
+	if changed {
+		g.note = why
+		if why != "" {
+			g.failure = failure{}
+		}
+	}
 	m.mu.Unlock()
 	if changed {
 		m.notify(key)

@@ -27,6 +27,9 @@ const (
 	// FamilySchedulerPlugins: scheduling.x-k8s.io/pod-group, naming a
 	// scheduler-plugins PodGroup.
 	FamilySchedulerPlugins Family = "scheduler-plugins"
+	// FamilySolo: a pod in no group that names a queue with
+	// muster.dev/queue. It is managed as a gang of one, keyed by its name.
+	FamilySolo Family = "solo"
 )
 
 // Key identifies a gang.
@@ -62,10 +65,14 @@ func membershipOf(pod *v1.Pod) (m membership, ok bool) {
 	if name := l[v1alpha1.SchedulerPluginsLabelPodGroup]; name != "" {
 		return membership{key: Key{FamilySchedulerPlugins, pod.Namespace, name}}, true
 	}
+	if _, ok := l[v1alpha1.LabelQueue]; ok {
+		return membership{key: Key{FamilySolo, pod.Namespace, pod.Name}}, true
+	}
 	return membership{}, false
 }
 
-// KeyOf returns the gang the pod belongs to, if any.
+// KeyOf returns the gang the pod belongs to, if any: every pod Muster
+// manages has one (a pod that only names a queue is a gang of one).
 func KeyOf(pod *v1.Pod) (Key, bool) {
 	m, ok := membershipOf(pod)
 	return m.key, ok

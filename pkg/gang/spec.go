@@ -60,6 +60,12 @@ func resolveSpec(key Key, members []*v1.Pod, pg *v1alpha1.PodGroup, sp *spv1alph
 			return Spec{}, err
 		}
 		return Spec{MinMember: min, Queue: queue}, nil
+	case FamilySolo:
+		queue, err := agreedQueue(members)
+		if err != nil {
+			return Spec{}, err
+		}
+		return Spec{MinMember: 1, Queue: queue}, nil
 	case FamilySchedulerPlugins:
 		if !spInstalled {
 			return Spec{}, fmt.Errorf("pods name scheduler-plugins PodGroup %s/%s but its CRD (scheduling.x-k8s.io) was not installed when the scheduler started", key.Namespace, key.Name)

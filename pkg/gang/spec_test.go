@@ -22,7 +22,8 @@ func TestKeyOf(t *testing.T) {
 		want   Key
 		wantOK bool
 	}{
-		{name: "no gang", labels: map[string]string{v1alpha1.LabelQueue: "q"}},
+		{name: "no gang", labels: map[string]string{"app": "web"}},
+		{name: "a queue alone makes a gang of one", labels: map[string]string{v1alpha1.LabelQueue: "q"}, want: Key{FamilySolo, "ns", "p"}, wantOK: true},
 		{name: "muster", labels: map[string]string{v1alpha1.LabelPodGroup: "g"}, want: Key{FamilyMuster, "ns", "g"}, wantOK: true},
 		{name: "legacy", labels: map[string]string{v1alpha1.LegacyLabelPodGroup: "g"}, want: Key{FamilyLegacy, "ns", "g"}, wantOK: true},
 		{name: "scheduler-plugins", labels: map[string]string{v1alpha1.SchedulerPluginsLabelPodGroup: "g"}, want: Key{FamilySchedulerPlugins, "ns", "g"}, wantOK: true},
@@ -162,7 +163,7 @@ func TestComputeStatus(t *testing.T) {
 			for _, r := range tt.reserved {
 				reserved[types.UID(r)] = "n"
 			}
-			s := computeStatus(Key{FamilyMuster, "ns", "g"}, tt.spec, nil, members, reserved)
+			s := computeStatus(Key{FamilyMuster, "ns", "g"}, tt.spec, nil, members, reserved, nil)
 			if s.Invalid != tt.wantInvalid || s.Placed != tt.wantPlaced || s.Ready() != tt.wantReady {
 				t.Errorf("got invalid %q, placed %d, ready %v; want %q, %d, %v", s.Invalid, s.Placed, s.Ready(), tt.wantInvalid, tt.wantPlaced, tt.wantReady)
 			}

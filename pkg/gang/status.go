@@ -26,7 +26,18 @@ type Status struct {
 	LiveByRole, PlacedByRole      map[string]int32
 	// Waiting says why the gang's pending members last failed to place.
 	Waiting string
+
+	// MinResources is what the gang needs to start: the spec's, else the
+	// summed requests of minMember members (each role its minimum).
+	MinResources v1.ResourceList
+	// Allocated sums the requests of members placed and not finished;
+	// Bound those of members bound and not finished; Pending those of
+	// members neither placed nor finished.
+	Allocated, Bound, Pending v1.ResourceList
 }
+
+// Started reports whether at least minMember members are bound.
+func (s *Status) Started() bool { return s.Scheduled >= s.Spec.MinMember }
 
 // Ready reports whether enough members are placed that none need wait: at
 // least minMember, and each role its minimum.
@@ -57,10 +68,23 @@ func sortedRoles(m map[string]int32) []string {
 }
 
 // computeStatus counts the members of a gang whose spec resolved (or failed
-// to, with specErr).
-func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.Pod, reserved map[types.UID]string) Status {
-	s := Status{Key: key, Spec: spec, LiveByRole: map[string]int32{}, PlacedByRole: map[string]int32{}}
+// to, with specErr); requests holds each member's resource requests.
+func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.Pod, reserved map[types.UID]string, requests map[types.UID]v1.ResourceList) Status {
+	s := Status{Key: key, Spec: spec, LiveByRole: map[string]int32{}, PlacedByRole: map[string]int32{},
+		Allocated: v1.ResourceList{}, Bound: v1.ResourceList{}, Pending: v1.ResourceList{}}
 	for uid, p := range members {
+		finished := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+		_, isReserved := reserved[uid]
+		switch {
+		case finished || p.DeletionTimestamp != nil:
+		case p.Spec.NodeName != "":
+			addList(s.Bound, requests[uid])
+			addList(s.Allocated, requests[uid])
+		case isReserved:
+			addList(s.Allocated, requests[uid])
+		default:
+			addList(s.Pending, requests[uid])
+		}
 		s.Members++
 		role := RoleOf(p)
 		switch p.Status.Phase {
@@ -85,6 +109,10 @@ func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.
 			s.PlacedByRole[role]++
 		}
 	}
+	s.MinResources = spec.MinResources
+	if len(s.MinResources) == 0 && specErr == nil {
+		s.MinResources = deriveMinResources(members, spec, requests)
+	}
 	switch {
 	case specErr != nil:
 		s.Invalid = specErr.Error()
@@ -99,4 +127,54 @@ func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.
 		}
 	}
 	return s
+}
+
+// deriveMinResources sums the requests of the members a gang needs to
+// start: each role's minimum, then the oldest others up to minMember.
+func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[types.UID]v1.ResourceList) v1.ResourceList {
+	var live []*v1.Pod
+	for _, p := range members {
+		if p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	sort.Slice(live, func(i, j int) bool {
+		if !live[i].CreationTimestamp.Equal(&live[j].CreationTimestamp) {
+			return live[i].CreationTimestamp.Before(&live[j].CreationTimestamp)
+		}
+		return live[i].Name < live[j].Name
+	})
+	out := v1.ResourceList{}
+	need := spec.MinMember
+	roleNeed := map[string]int32{}
+	for r, n := range spec.MinTaskMember {
+		roleNeed[r] = n
+	}
+	taken := map[types.UID]bool{}
+	for _, p := range live {
+		if r := RoleOf(p); need > 0 && roleNeed[r] > 0 {
+			roleNeed[r]--
+			need--
+			taken[p.UID] = true
+			addList(out, requests[p.UID])
+		}
+	}
+	for _, p := range live {
+		if need <= 0 {
+			break
+		}
+		if !taken[p.UID] {
+			need--
+			addList(out, requests[p.UID])
+		}
+	}
+	return out
+}
+
+func addList(sum, add v1.ResourceList) {
+	for name, q := range add {
+		cur := sum[name]
+		cur.Add(q)
+		sum[name] = cur
+	}
 }

@@ -10,6 +10,7 @@ import (
 	_ "github.com/muster-sched/muster/apis/config/scheme"
 	"github.com/muster-sched/muster/pkg/plugins/binpack"
 	"github.com/muster-sched/muster/pkg/plugins/gang"
+	"github.com/muster-sched/muster/pkg/plugins/queue"
 )
 
 // Options registers every Muster plugin with kube-scheduler's command.
@@ -17,5 +18,7 @@ func Options() []app.Option {
 	return []app.Option{
 		app.WithPlugin(binpack.Name, binpack.New),
 		app.WithPlugin(gang.Name, gang.New),
+		app.WithPlugin(queue.ProportionName, queue.NewProportion),
+		app.WithPlugin(queue.CapacityName, queue.NewCapacity),
 	}
 }

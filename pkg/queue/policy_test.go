@@ -60,10 +60,10 @@ func TestComputeProportion(t *testing.T) {
 			},
 		},
 		{
-			name:  "an unknown parent and a loop are reported and placed at the top",
-			total: cpu(30),
-			specs: []Spec{{Name: "orphan", Parent: "nope", Weight: 1}, {Name: "x", Parent: "y", Weight: 1}, {Name: "y", Parent: "x", Weight: 1}},
-			usage: map[string]Usage{"orphan": all(30), "x": all(30), "y": all(30)},
+			name:         "an unknown parent and a loop are reported and placed at the top",
+			total:        cpu(30),
+			specs:        []Spec{{Name: "orphan", Parent: "nope", Weight: 1}, {Name: "x", Parent: "y", Weight: 1}, {Name: "y", Parent: "x", Weight: 1}},
+			usage:        map[string]Usage{"orphan": all(30), "x": all(30), "y": all(30)},
 			wantDeserved: map[string]Vector{"orphan": cpu(10), "x": cpu(10), "y": cpu(10)},
 			wantInvalid: map[string]string{
 				"orphan": `parent queue "nope" does not exist`,

@@ -18,11 +18,14 @@ import (
 // waitPodGroup waits until the PodGroup's status satisfies ok.
 func (e *env) waitPodGroup(name string, what string, ok func(*v1alpha1.PodGroupStatus) bool) *v1alpha1.PodGroup {
 	e.t.Helper()
-	var pg *v1alpha1.PodGroup
+	pg := &v1alpha1.PodGroup{}
 	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		pg, err = cluster.Muster.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && ok(&pg.Status), nil
+		got, err := cluster.Muster.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // a failed Get returns an empty object: keep the last one
+		}
+		pg = got
+		return ok(&pg.Status), nil
 	})
 	if err != nil {
 		e.t.Fatalf("PodGroup %s: want %s; status is %+v", name, what, pg.Status)
@@ -60,7 +63,12 @@ func (e *env) waitEvent(regarding, reason, substr string) {
 
 func TestPodGroupStatus(t *testing.T) {
 	e := newEnv(t)
-	e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	e.nodes("n", 3, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	// A plain pod takes half a node: the queue still has room for the gang
+	// (12 − 2 ≥ 9 cpu), but no node for its third member.
+	blocker := e.pod("blocker", map[v1.ResourceName]string{v1.ResourceCPU: "2"})
+	blocker.Spec.NodeName = "n-2"
+	e.create(blocker)
 	e.startScheduler(gangConfig(t))
 	e.podGroup("train", v1alpha1.PodGroupSpec{MinMember: 3})
 	labels := map[string]string{v1alpha1.LabelPodGroup: "train"}
@@ -79,16 +87,18 @@ func TestPodGroupStatus(t *testing.T) {
 	// note (it may say "1 members exist"); the condition has the latest.
 	e.waitEvent("train", "Invalid", "members exist, minMember 3")
 
-	// Three members of 3 cpu on two 4-cpu nodes: valid, but it cannot fit.
+	// Three members of 3 cpu: valid and admitted, but it cannot fit.
 	e.create(member("train-2"))
 	e.waitPodGroup("train", "Inqueue and unschedulable, saying why", func(s *v1alpha1.PodGroupStatus) bool {
 		c := scheduledCondition(s)
 		return s.Phase == v1alpha1.PodGroupInqueue && c != nil && c.Reason == "Unschedulable" &&
-			strings.HasPrefix(c.Message, "placeable 2/3: member ") && strings.Contains(c.Message, "2 Insufficient cpu") && s.ScheduleStartTime != nil
+			strings.HasPrefix(c.Message, "placeable 2/3: member ") && strings.Contains(c.Message, "3 Insufficient cpu") && s.ScheduleStartTime != nil
 	})
 	e.waitEvent("train", "Unschedulable", "placeable 2/3")
 
-	e.nodes("extra", 1, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	if err := cluster.Client.CoreV1().Pods(e.ns).Delete(e.ctx, "blocker", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
 	e.waitPodGroup("train", "Running", func(s *v1alpha1.PodGroupStatus) bool {
 		c := scheduledCondition(s)
 		return s.Phase == v1alpha1.PodGroupRunning && s.Scheduled == 3 && c != nil && c.Status == metav1.ConditionTrue

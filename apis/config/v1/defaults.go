@@ -24,6 +24,26 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 	}
 }
 
+// DefaultOvercommitFactor is how far queue admission may commit the
+// cluster by default.
+const DefaultOvercommitFactor = 1.2
+
+// SetDefaults_ProportionArgs sets the default overcommit factor.
+func SetDefaults_ProportionArgs(obj *ProportionArgs) {
+	if obj.OvercommitFactor == nil {
+		v := DefaultOvercommitFactor
+		obj.OvercommitFactor = &v
+	}
+}
+
+// SetDefaults_CapacityArgs sets the default overcommit factor.
+func SetDefaults_CapacityArgs(obj *CapacityArgs) {
+	if obj.OvercommitFactor == nil {
+		v := DefaultOvercommitFactor
+		obj.OvercommitFactor = &v
+	}
+}
+
 // SetDefaults_BinpackArgs packs on cpu and memory, weight 1 each, unless
 // resources are given.
 func SetDefaults_BinpackArgs(obj *BinpackArgs) {

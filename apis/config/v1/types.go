@@ -19,6 +19,31 @@ type GangArgs struct {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// ProportionArgs configures the Proportion queue policy: deserved shares by
+// weight, and deserved as the ceiling for placement.
+type ProportionArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// OvercommitFactor bounds admission: a gang starts only if its
+	// minResources plus what other admitted gangs still need fit within
+	// factor × the cluster's allocatable, less what is in use. Default 1.2;
+	// at least 1.
+	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CapacityArgs configures the Capacity queue policy: deserved from each
+// Queue's spec, and realCapability as the ceiling for placement.
+type CapacityArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// OvercommitFactor: as for ProportionArgs. Default 1.2; at least 1.
+	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // BinpackArgs configures the Binpack score plugin.
 type BinpackArgs struct {
 	metav1.TypeMeta `json:",inline"`

@@ -30,7 +30,9 @@ import (
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&BinpackArgs{}, func(obj interface{}) { SetObjectDefaults_BinpackArgs(obj.(*BinpackArgs)) })
+	scheme.AddTypeDefaultingFunc(&CapacityArgs{}, func(obj interface{}) { SetObjectDefaults_CapacityArgs(obj.(*CapacityArgs)) })
 	scheme.AddTypeDefaultingFunc(&GangArgs{}, func(obj interface{}) { SetObjectDefaults_GangArgs(obj.(*GangArgs)) })
+	scheme.AddTypeDefaultingFunc(&ProportionArgs{}, func(obj interface{}) { SetObjectDefaults_ProportionArgs(obj.(*ProportionArgs)) })
 	return nil
 }
 
@@ -38,6 +40,14 @@ func SetObjectDefaults_BinpackArgs(in *BinpackArgs) {
 	SetDefaults_BinpackArgs(in)
 }
 
+func SetObjectDefaults_CapacityArgs(in *CapacityArgs) {
+	SetDefaults_CapacityArgs(in)
+}
+
 func SetObjectDefaults_GangArgs(in *GangArgs) {
 	SetDefaults_GangArgs(in)
+}
+
+func SetObjectDefaults_ProportionArgs(in *ProportionArgs) {
+	SetDefaults_ProportionArgs(in)
 }

@@ -32,6 +32,14 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	return nil
 }
 
+// ValidateOvercommitFactor checks a queue policy's overcommit factor.
+func ValidateOvercommitFactor(path *field.Path, factor float64) error {
+	if factor < 1 {
+		return field.ErrorList{field.Invalid(path.Child("overcommitFactor"), factor, "must be at least 1")}.ToAggregate()
+	}
+	return nil
+}
+
 func validateResources(resources []schedconfig.ResourceSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(resources) == 0 {

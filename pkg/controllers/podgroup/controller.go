@@ -36,6 +36,9 @@ type Controller struct {
 	lister   musterlisters.PodGroupLister
 	manager  *gang.Manager
 	recorder events.EventRecorder
+	// admitted says whether a gang's queue admitted it; nil when no queue
+	// policy is on (every valid gang counts as admitted).
+	admitted func(gang.Key) bool
 
 	mu sync.Mutex
 	// queue exists while the controller runs (while it leads).
@@ -46,8 +49,9 @@ type Controller struct {
 }
 
 // New builds the controller; Run starts it.
-func New(client musterclient.Interface, lister musterlisters.PodGroupLister, manager *gang.Manager, recorder events.EventRecorder) *Controller {
+func New(client musterclient.Interface, lister musterlisters.PodGroupLister, manager *gang.Manager, recorder events.EventRecorder, admitted func(gang.Key) bool) *Controller {
 	c := &Controller{
+		admitted:  admitted,
 		client:    client,
 		lister:    lister,
 		manager:   manager,
@@ -130,7 +134,7 @@ func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err 
 	if err != nil {
 		return false, err
 	}
-	status := desiredStatus(pg, &s, time.Now())
+	status := desiredStatus(pg, &s, c.admitted == nil || c.admitted(key), time.Now())
 	if equality.Semantic.DeepEqual(status, pg.Status) {
 		return false, nil
 	}
@@ -152,9 +156,12 @@ func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err 
 }
 
 // desiredStatus is the status pg should have given its gang's state.
-func desiredStatus(pg *v1alpha1.PodGroup, s *gang.Status, now time.Time) v1alpha1.PodGroupStatus {
+func desiredStatus(pg *v1alpha1.PodGroup, s *gang.Status, admitted bool, now time.Time) v1alpha1.PodGroupStatus {
 	status := *pg.Status.DeepCopy()
-	status.Phase = phaseOf(s, pg.Status.Phase)
+	status.Phase = PhaseOf(s, pg.Status.Phase)
+	if status.Phase == v1alpha1.PodGroupInqueue && !admitted {
+		status.Phase = v1alpha1.PodGroupPending
+	}
 	status.Scheduled, status.Running, status.Succeeded, status.Failed = s.Scheduled, s.Running, s.Succeeded, s.Failed
 	status.ObservedGeneration = pg.Generation
 	if status.ScheduleStartTime == nil && status.Phase != v1alpha1.PodGroupPending {

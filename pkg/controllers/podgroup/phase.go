@@ -25,9 +25,9 @@ const (
 	ReasonFinished      = "Finished"
 )
 
-// phaseOf derives the gang's phase from its members; prev is the phase
+// PhaseOf derives the gang's phase from its members; prev is the phase
 // recorded before, which tells Unknown (was running) from Inqueue.
-func phaseOf(s *gang.Status, prev v1alpha1.PodGroupPhase) v1alpha1.PodGroupPhase {
+func PhaseOf(s *gang.Status, prev v1alpha1.PodGroupPhase) v1alpha1.PodGroupPhase {
 	min := s.Spec.MinMember
 	switch {
 	case s.Failed > 0 && s.Members-s.Failed < min:

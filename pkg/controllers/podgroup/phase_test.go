@@ -26,7 +26,7 @@ func TestPhaseOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := phaseOf(&tt.status, tt.prev); got != tt.want {
+			if got := PhaseOf(&tt.status, tt.prev); got != tt.want {
 				t.Errorf("phase = %s, want %s", got, tt.want)
 			}
 		})
@@ -49,7 +49,7 @@ func TestScheduledCondition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := scheduledCondition(&tt.status, phaseOf(&tt.status, ""), 1)
+			c := scheduledCondition(&tt.status, PhaseOf(&tt.status, ""), 1)
 			if c.Reason != tt.wantReason || c.Message != tt.wantMessage {
 				t.Errorf("condition %s: %q; want %s: %q", c.Reason, c.Message, tt.wantReason, tt.wantMessage)
 			}

@@ -18,21 +18,18 @@ import (
 
 	"github.com/muster-sched/muster/apis/config"
 	"github.com/muster-sched/muster/apis/config/validation"
+	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
 // Name is the plugin's name in the registry and in configurations.
 const Name = "Gang"
 
-// trialStateKey marks the CycleState of a trial placement, in which the
-// profile's PreFilter plugins run for a sibling member: Gang must then stand
-// aside rather than plan again.
-const trialStateKey fwk.StateKey = Name + "/trial"
-
 // Gang implements gang scheduling.
 type Gang struct {
 	handle     framework.Handle
 	framework  framework.Framework
+	batch      *batch.Batch
 	manager    *gang.Manager
 	timeout    time.Duration
 	now        func() time.Time
@@ -63,14 +60,15 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if !ok {
 		return nil, fmt.Errorf("gang scheduling needs the scheduler framework as its handle, got %T", h)
 	}
-	shared, err := sharedState(ctx, h)
+	b, err := batch.For(ctx, h)
 	if err != nil {
 		return nil, err
 	}
 	return &Gang{
 		handle:    h,
 		framework: fw,
-		manager:   shared.manager,
+		batch:     b,
+		manager:   b.Gangs,
 		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,
 		now:       time.Now,
 	}, nil
@@ -85,6 +83,7 @@ func keyOf(pod *v1.Pod) (gang.Key, bool) { return gang.KeyOf(pod) }
 // PreEnqueue keeps a member out of the active queue until its gang is valid:
 // enough members exist (per role too) and its labels or PodGroup make sense.
 func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	pl.batch.QueueStarted(klog.FromContext(ctx))
 	key, ok := keyOf(pod)
 	if !ok {
 		return nil

@@ -68,11 +68,12 @@ func (pl *Gang) nodeChanged(_ klog.Logger, _ *v1.Pod, _, _ any) (fwk.QueueingHin
 	return fwk.Queue, nil
 }
 
-// namesGang returns a hint that queues pod when the event's PodGroup is its
-// gang's: the gang's requirements changed, so its last failure says
-// nothing about the next try.
+// namesGang returns a hint that queues pod when its gang's PodGroup is
+// created or its spec changes: the gang's requirements changed, so its last
+// failure says nothing about the next try. Status updates (written by
+// Muster itself) are skipped.
 func (pl *Gang) namesGang(family gang.Family) fwk.QueueingHintFn {
-	return func(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	return func(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 		key, ok := keyOf(pod)
 		if !ok || key.Family != family {
 			return fwk.QueueSkip, nil
@@ -80,6 +81,9 @@ func (pl *Gang) namesGang(family gang.Family) fwk.QueueingHintFn {
 		obj, err := meta.Accessor(newObj)
 		if err != nil {
 			return fwk.Queue, nil
+		}
+		if old, err := meta.Accessor(oldObj); err == nil && oldObj != nil && old.GetGeneration() == obj.GetGeneration() {
+			return fwk.QueueSkip, nil
 		}
 		if obj.GetNamespace() == key.Namespace && obj.GetName() == key.Name {
 			pl.manager.ClusterChanged()

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-sched/muster/pkg/gang"
 )
 
 // place finds a node for each member, in order, on this cycle's snapshot
@@ -33,7 +35,7 @@ func (pl *Gang) place(ctx context.Context, members []*v1.Pod, placed, minMember 
 
 	for i, member := range members {
 		state := framework.NewCycleState()
-		state.Write(trialStateKey, trialMarker{})
+		gang.MarkTrial(state)
 		result, status, _ := pl.framework.RunPreFilterPlugins(ctx, state, member)
 		if !status.IsSuccess() && !status.IsSkip() {
 			if status.IsRejected() {

@@ -19,7 +19,7 @@ import (
 // rejected and nothing is reserved. Members with a plan are filtered on
 // their planned node only.
 func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
-	if isTrial(state) {
+	if gang.IsTrial(state) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	key, ok := keyOf(pod)
@@ -31,8 +31,9 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if s.Invalid != "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, s.Invalid))
 	}
-	if s.Ready() {
-		return nil, fwk.NewStatus(fwk.Skip) // an elastic member: placed like any pod
+	if s.Ready() || s.Spec.MinMember == 1 && len(s.Spec.MinTaskMember) == 0 {
+		// An elastic member, or a gang of one: placed like any pod.
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	now := pl.now()
 	if node, planned, hasPlan := pl.manager.PlannedNode(key, pod.UID, now); planned {
@@ -85,15 +86,6 @@ func (pl *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _
 func gangMessage(key gang.Key, msg string) string {
 	return fmt.Sprintf("gang %s/%s: %s", key.Namespace, key.Name, msg)
 }
-
-func isTrial(state fwk.CycleState) bool {
-	_, err := state.Read(trialStateKey)
-	return err == nil
-}
-
-type trialMarker struct{}
-
-func (trialMarker) Clone() fwk.StateData { return trialMarker{} }
 
 // pickMembers chooses which pending members the plan places: pod first if
 // it is needed, enough of each role to meet its minimum, then any member up

@@ -11,12 +11,18 @@ import (
 // exactly as kube-scheduler's PrioritySort compares them: priority, then
 // queue timestamp. A gang member stands in the order by its gang's creation
 // time and key, so that the members of a gang are adjacent and placed one
-// right after another.
+// right after another. Between gangs of equal priority, when a queue policy
+// is on: the higher queue priority, the queue least into its share, the
+// gang not yet ready, and the gang with the lowest dominant share go first.
+// Shares are read from the last accounting snapshot.
 func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	pa := corev1helpers.PodPriority(a.GetPodInfo().GetPod())
 	pb := corev1helpers.PodPriority(b.GetPodInfo().GetPod())
 	if pa != pb {
 		return pa > pb
+	}
+	if less, decided := pl.queueOrder(a, b); decided {
+		return less
 	}
 	ta, ka := pl.orderKey(a)
 	tb, kb := pl.orderKey(b)
@@ -40,4 +46,44 @@ func (pl *Gang) orderKey(q fwk.QueuedPodInfo) (time.Time, string) {
 		created = q.GetTimestamp()
 	}
 	return created, key.String()
+}
+
+// queueOrder compares two gang members by their queues and gangs; decided
+// is false when the keys tie or either pod is in no gang.
+func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
+	ka, oka := keyOf(a.GetPodInfo().GetPod())
+	kb, okb := keyOf(b.GetPodInfo().GetPod())
+	if !oka || !okb || ka == kb {
+		return false, false
+	}
+	qs := pl.batch.Queues()
+	if qs == nil {
+		return false, false
+	}
+	snap := qs.Last()
+	if snap == nil {
+		return false, false
+	}
+	ga, gb := snap.Gangs[ka], snap.Gangs[kb]
+	if ga == nil || gb == nil {
+		return false, false
+	}
+	if ga.Queue != gb.Queue {
+		qa, qb := snap.Queues[ga.Queue], snap.Queues[gb.Queue]
+		if qa != nil && qb != nil {
+			if qa.Priority != qb.Priority {
+				return qa.Priority > qb.Priority, true
+			}
+			if sa, sb := qa.Share(), qb.Share(); sa != sb {
+				return sa < sb, true
+			}
+		}
+	}
+	if ga.Ready != gb.Ready {
+		return !ga.Ready, true
+	}
+	if ga.DominantShare != gb.DominantShare {
+		return ga.DominantShare < gb.DominantShare, true
+	}
+	return false, false
 }

@@ -1,0 +1,50 @@
+package queue
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+)
+
+const queues fwk.EventResource = "queues.v1alpha1.scheduling.muster.dev"
+
+// EventsToRegister: a queue changed (opened, capacity raised, weights),
+// room freed by a pod leaving, a node added.
+func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: queues, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: queueSpecChanged},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: boundPodLeft},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
+	}, nil
+}
+
+// queueSpecChanged skips status-only updates: the status controller writes
+// queue figures every second, and they change no decision.
+func queueSpecChanged(_ klog.Logger, _ *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	if oldObj == nil {
+		return fwk.Queue, nil
+	}
+	o, errOld := meta.Accessor(oldObj)
+	n, errNew := meta.Accessor(newObj)
+	if errOld != nil || errNew != nil || o.GetGeneration() != n.GetGeneration() {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+func boundPodLeft(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	deleted, _, err := util.As[*v1.Pod](oldObj, nil)
+	if err == nil && deleted.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+func podRequests(pod *v1.Pod) v1.ResourceList {
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}

@@ -1,0 +1,131 @@
+// Package queue holds the Proportion and Capacity plugins: two policies of
+// queue sharing, alternatives to each other. Both admit a gang only when
+// its queue can start it (admission before placement) and keep each queue
+// under its ceiling: deserved for Proportion, realCapability for Capacity.
+// The accounting lives in pkg/queue, shared by every profile.
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-sched/muster/apis/config"
+	"github.com/muster-sched/muster/apis/config/validation"
+	"github.com/muster-sched/muster/pkg/batch"
+	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/queue"
+)
+
+// Names of the two policies' plugins.
+const (
+	ProportionName = "Proportion"
+	CapacityName   = "Capacity"
+)
+
+// Plugin enforces one queue policy.
+type Plugin struct {
+	name  string
+	gangs *gang.Manager
+	state *queue.State
+}
+
+var (
+	_ framework.PreFilterPlugin   = &Plugin{}
+	_ framework.EnqueueExtensions = &Plugin{}
+)
+
+// NewProportion builds the Proportion plugin.
+func NewProportion(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	args, ok := obj.(*config.ProportionArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args to be of type ProportionArgs, got %T", obj)
+	}
+	return newPlugin(ctx, h, ProportionName, queue.Proportion, args.OvercommitFactor)
+}
+
+// NewCapacity builds the Capacity plugin.
+func NewCapacity(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	args, ok := obj.(*config.CapacityArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args to be of type CapacityArgs, got %T", obj)
+	}
+	return newPlugin(ctx, h, CapacityName, queue.Capacity, args.OvercommitFactor)
+}
+
+func newPlugin(ctx context.Context, h framework.Handle, name string, policy queue.Policy, overcommit float64) (*Plugin, error) {
+	if err := validation.ValidateOvercommitFactor(field.NewPath(name+"Args"), overcommit); err != nil {
+		return nil, err
+	}
+	b, err := batch.For(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	s, err := b.EnableQueues(ctx, policy, overcommit)
+	if err != nil {
+		return nil, err
+	}
+	return &Plugin{name: name, gangs: b.Gangs, state: s}, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return pl.name }
+
+// PreFilter admits the pod's gang to its queue if it is not yet admitted,
+// and checks that the queue can take what the gang still needs (the pod
+// alone once the gang is ready) without going over its ceiling. Pods in
+// no gang and no queue are not Muster's to limit.
+func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+	if gang.IsTrial(state) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	key, ok := gang.KeyOf(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	st := pl.gangs.Status(key)
+	if st.Invalid != "" {
+		return nil, fwk.NewStatus(fwk.Skip) // Gang says why
+	}
+	snap := pl.state.Refresh()
+	if ok, why := pl.state.Admit(&st, snap); !ok {
+		klog.FromContext(ctx).V(3).Info("Gang not admitted", "gang", key, "reason", why)
+		pl.gangs.SetWaiting(key, why)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+	}
+	if ok, why := snap.FitsCeiling(queue.QueueOf(&st), need(&st, pod)); !ok {
+		// Unresolvable by stock preemption: evicting another pod from a
+		// node never raises this queue's ceiling.
+		pl.gangs.SetWaiting(key, why)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+	}
+	if st.Waiting != "" && !st.Ready() {
+		pl.gangs.SetWaiting(key, "")
+	}
+	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+// need is what placing pod commits its queue to: the rest of the gang's
+// minimum while it is not ready, the pod alone after.
+func need(st *gang.Status, pod *v1.Pod) queue.Vector {
+	if st.Ready() || st.Spec.MinMember == 1 {
+		return queue.FromList(podRequests(pod))
+	}
+	n := queue.FromList(st.MinResources)
+	n.Sub(queue.FromList(st.Allocated))
+	for k, v := range n {
+		if v < 0 {
+			n[k] = 0
+		}
+	}
+	return n
+}
+
+// PreFilterExtensions is nil: the plugin keeps no per-node state.
+func (pl *Plugin) PreFilterExtensions() framework.PreFilterExtensions { return nil }

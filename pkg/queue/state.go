@@ -1,0 +1,302 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/gang"
+	musterlisters "github.com/muster-sched/muster/pkg/generated/listers/scheduling/v1alpha1"
+)
+
+// DefaultOvercommitFactor is how far admission may commit the cluster:
+// minResources + Σ inqueue ≤ factor·Σ allocatable − Σ used.
+const DefaultOvercommitFactor = 1.2
+
+// State is the queue accounting of one scheduler process, shared by every
+// profile.
+type State struct {
+	policy     Policy
+	overcommit float64
+	gangs      *gang.Manager
+	queues     musterlisters.QueueLister
+	cluster    *cluster
+
+	mu sync.Mutex
+	// admitted holds the gangs admitted by their queue that have no member
+	// placed yet; a gang with a placed member counts as admitted without.
+	admitted map[gang.Key]bool
+	last     atomic.Pointer[Snapshot]
+}
+
+// Snapshot is every queue's figures at one moment.
+type Snapshot struct {
+	Policy      Policy
+	Queues      map[string]*Figures
+	Total       Vector // what the queues divide: allocatable less unmanaged usage
+	Allocatable Vector
+	Used        Vector // requests of every bound pod
+	Gangs       map[gang.Key]*Gang
+}
+
+// Gang is one gang's place in the accounting.
+type Gang struct {
+	Queue        string
+	MinResources Vector
+	Allocated    Vector
+	Admitted     bool
+	Ready        bool
+	// DominantShare is max over resources of allocated/total (DRF).
+	DominantShare float64
+}
+
+// NewState builds the accounting over the gang state, the Queue lister and
+// the scheduler's node and pod informers.
+func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues musterlisters.QueueLister, schedulerInformers informers.SharedInformerFactory) (*State, error) {
+	c, err := newCluster(schedulerInformers)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, admitted: map[gang.Key]bool{}}
+	s.Refresh()
+	return s, nil
+}
+
+// Policy returns the policy in force.
+func (s *State) Policy() Policy { return s.policy }
+
+// Last returns the latest snapshot without computing a new one: for hot
+// paths such as QueueSort, where a slightly old order is acceptable.
+func (s *State) Last() *Snapshot { return s.last.Load() }
+
+// QueueOf is the queue a gang belongs to.
+func QueueOf(st *gang.Status) string {
+	if st.Spec.Queue == "" {
+		return v1alpha1.DefaultQueue
+	}
+	return st.Spec.Queue
+}
+
+// Refresh computes a new snapshot from the current state.
+func (s *State) Refresh() *Snapshot {
+	statuses := s.gangs.Statuses()
+	allocatable, used := s.cluster.totals()
+	snap := &Snapshot{Policy: s.policy, Allocatable: allocatable, Used: used, Gangs: make(map[gang.Key]*Gang, len(statuses))}
+	usage := map[string]Usage{}
+	managedBound := Vector{}
+
+	s.mu.Lock()
+	for i := range statuses {
+		st := &statuses[i]
+		if st.Members == 0 {
+			delete(s.admitted, st.Key)
+			continue
+		}
+		q := QueueOf(st)
+		g := &Gang{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready()}
+		g.Admitted = s.admitted[st.Key] || st.Placed > 0
+		if st.Placed > 0 {
+			delete(s.admitted, st.Key) // placed members keep it admitted now
+		}
+		snap.Gangs[st.Key] = g
+		managedBound.Add(FromList(st.Bound))
+		u := usage[q]
+		if u.Allocated == nil {
+			u = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}}
+		}
+		u.Allocated.Add(g.Allocated)
+		u.Request.Add(g.Allocated)
+		u.Request.Add(FromList(st.Pending))
+		if g.Admitted && !st.Started() {
+			u.Inqueue.Add(positive(g.MinResources, g.Allocated))
+		}
+		if st.Started() {
+			u.Elastic.Add(positive(g.Allocated, g.MinResources))
+		}
+		usage[q] = u
+	}
+	s.mu.Unlock()
+
+	snap.Total = allocatable.Clone()
+	unmanaged := used.Clone()
+	unmanaged.Sub(managedBound)
+	for k, n := range unmanaged {
+		if n > 0 {
+			snap.Total[k] = max(0, snap.Total[k]-n)
+		}
+	}
+	snap.Queues = Compute(s.policy, snap.Total, s.specs(), usage)
+	for _, g := range snap.Gangs {
+		g.DominantShare = dominantShare(g.Allocated, snap.Total)
+	}
+	s.last.Store(snap)
+	return snap
+}
+
+// specs lists the queues, with the default queue even before its object
+// exists.
+func (s *State) specs() []Spec {
+	list, _ := s.queues.List(labels.Everything())
+	specs := make([]Spec, 0, len(list)+1)
+	hasDefault := false
+	for _, q := range list {
+		specs = append(specs, SpecOf(q))
+		hasDefault = hasDefault || q.Name == v1alpha1.DefaultQueue
+	}
+	if !hasDefault {
+		specs = append(specs, Spec{Name: v1alpha1.DefaultQueue, Weight: 1, Reclaimable: true})
+	}
+	return specs
+}
+
+// positive returns max(0, a − b) per dimension of a.
+func positive(a, b Vector) Vector {
+	out := Vector{}
+	for k, n := range a {
+		if d := n - b[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func dominantShare(allocated, total Vector) float64 {
+	share := 0.0
+	for k, a := range allocated {
+		if t := total[k]; t > 0 {
+			share = math.Max(share, float64(a)/float64(t))
+		}
+	}
+	return share
+}
+
+// ancestry returns the queue and its ancestors, nearest first.
+func (snap *Snapshot) ancestry(name string) []*Figures {
+	var out []*Figures
+	seen := map[string]bool{}
+	for cur := name; cur != "" && !seen[cur]; {
+		seen[cur] = true
+		f, ok := snap.Queues[cur]
+		if !ok {
+			break
+		}
+		out = append(out, f)
+		if f.Invalid != "" {
+			break // placed at the top
+		}
+		cur = f.Parent
+	}
+	return out
+}
+
+// Admit decides whether a valid gang may start (Volcano's enqueue): its
+// queue must be an open leaf and minResources + allocated + inqueue −
+// elastic must fit the ceiling of the queue and every ancestor, and the
+// cluster must not be committed beyond the overcommit factor. An admitted
+// gang stays admitted, and its minResources count as inqueue until it runs.
+//
+// Unlike Volcano, which admits against realCapability, the ceiling here is
+// the policy's placement ceiling (deserved under proportion): a gang the
+// queue cannot start now is not admitted, so work beyond a queue's share
+// never sits in inqueue, where the overcommit check would count it against
+// every other queue.
+func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
+	g := snap.Gangs[st.Key]
+	if g == nil {
+		return false, "the gang is not known to the queue accounting yet"
+	}
+	if g.Admitted {
+		return true, ""
+	}
+	chain := snap.ancestry(g.Queue)
+	if len(chain) == 0 {
+		return false, fmt.Sprintf("queue %s does not exist", g.Queue)
+	}
+	leaf := chain[0]
+	switch {
+	case leaf.Invalid != "":
+		return false, fmt.Sprintf("queue %s: %s", leaf.Name, leaf.Invalid)
+	case !leaf.IsLeaf():
+		return false, fmt.Sprintf("queue %s has child queues; gangs belong in leaf queues", leaf.Name)
+	}
+	for _, f := range chain {
+		if f.Closed {
+			return false, fmt.Sprintf("queue %s is closed", f.Name)
+		}
+	}
+	for _, f := range chain {
+		committed := f.Allocated.Clone()
+		committed.Add(f.Inqueue)
+		committed.Sub(f.Elastic)
+		committed.Add(g.MinResources)
+		if ok, r := committed.Fits(snap.Ceiling(f)); !ok {
+			return false, fmt.Sprintf("queue %s: %s %s allocated+inqueue of %s %s, gang needs %s", f.Name, r,
+				Format(r, f.Allocated[r]+f.Inqueue[r]-f.Elastic[r]), Format(r, snap.Ceiling(f)[r]), snap.ceilingName(), Format(r, g.MinResources[r]))
+		}
+	}
+	if ok, r := s.overcommitted(g, snap); !ok {
+		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
+	}
+	s.mu.Lock()
+	s.admitted[st.Key] = true
+	s.mu.Unlock()
+	g.Admitted = true
+	return true, ""
+}
+
+// overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used.
+func (s *State) overcommitted(g *Gang, snap *Snapshot) (bool, v1.ResourceName) {
+	inqueue := Vector{}
+	for _, f := range snap.Queues {
+		if f.IsLeaf() {
+			inqueue.Add(f.Inqueue)
+		}
+	}
+	limit := Vector{}
+	for k, a := range snap.Allocatable {
+		limit[k] = int64(s.overcommit*float64(a)) - snap.Used[k] - inqueue[k]
+	}
+	return g.MinResources.Fits(limit)
+}
+
+// Ceiling returns the most a queue may hold under the policy: deserved for
+// proportion, realCapability for capacity.
+func (snap *Snapshot) Ceiling(f *Figures) Vector {
+	if snap.Policy == Capacity {
+		return f.RealCapability
+	}
+	return f.Deserved
+}
+
+func (snap *Snapshot) ceilingName() string {
+	if snap.Policy == Capacity {
+		return "realCapability"
+	}
+	return "deserved"
+}
+
+// FitsCeiling reports whether the queue of a gang, and every ancestor, can
+// take need more without going over its ceiling.
+func (snap *Snapshot) FitsCeiling(queue string, need Vector) (bool, string) {
+	for _, f := range snap.ancestry(queue) {
+		after := f.Allocated.Clone()
+		after.Add(need)
+		ceiling := snap.Ceiling(f)
+		for _, r := range sortedNames(need) {
+			if need[r] <= 0 {
+				continue
+			}
+			if after[r] > ceiling[r] {
+				return false, fmt.Sprintf("queue %s: %s %s/%s %s, needs %s more", f.Name, r,
+					Format(r, f.Allocated[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, need[r]))
+			}
+		}
+	}
+	return true, ""
+}
