@@ -31,8 +31,9 @@ test-integration:
 	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
 
 .PHONY: bench
-bench: ## Go benchmarks of the plugins.
+bench: ## Go benchmarks of the plugins, then the standard scenario suite side by side (tables; pictures and JSON in _output/bench).
 	go test -run '^$$' -bench . -benchmem ./pkg/...
+	go run ./cmd/muster bench --out _output/bench test/scenarios
 
 .PHONY: sandbox
 sandbox: ## Run the examples on an embedded control plane and print the report.

@@ -22,7 +22,7 @@ func newBenchCommand() *cobra.Command {
 	var (
 		asJSON     bool
 		withSeries bool
-		svgDir     string
+		outDir     string
 		profiles   []string
 		verbosity  int
 	)
@@ -39,7 +39,7 @@ wasted reservations, utilization, fairness, packing and evictions.
 A scenario's expectations (expect:) are checked: the command fails, naming
 each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 		Example: `  muster bench test/scenarios/demo.yaml
-  muster bench --svg out/ test/scenarios
+  muster bench --out _output/bench test/scenarios
   muster bench --json --profiles stock,muster test/scenarios/contention.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,8 +79,8 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 				if !asJSON {
 					scenario.WriteTable(out, rep)
 				}
-				if svgDir != "" {
-					if err := writeSVG(svgDir, rep); err != nil {
+				if outDir != "" {
+					if err := writeSVG(outDir, rep); err != nil {
 						return err
 					}
 				}
@@ -89,6 +89,12 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 				if err := scenario.WriteJSON(out, reports, withSeries); err != nil {
 					return err
 				}
+			}
+			if outDir != "" {
+				if err := writeJSONFile(filepath.Join(outDir, "results.json"), reports); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Pictures and results.json are in %s\n", outDir)
 			}
 			if len(failures) > 0 {
 				return fmt.Errorf("%d bound(s) failed:\n  %s", len(failures), strings.Join(failures, "\n  "))
@@ -99,7 +105,7 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON (field names in docs/scenarios.md) instead of tables")
 	f.BoolVar(&withSeries, "series", false, "with --json, include the sampled utilization and share series")
-	f.StringVar(&svgDir, "svg", "", "write a picture of utilization and queue shares over time per scenario (<name>.svg) into this folder")
+	f.StringVar(&outDir, "out", "", "write a picture of utilization and queue shares over time per scenario (<name>.svg) and results.json (with series) into this folder")
 	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run instead of each scenario's list ("+strings.Join(scenario.Profiles, ", ")+")")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity of the control plane and scheduler (0: no logs)")
 	return cmd
@@ -136,6 +142,18 @@ func writeSVG(dir string, rep *scenario.Report) error {
 		return err
 	}
 	if err := scenario.WriteSVG(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeJSONFile(file string, reports []*scenario.Report) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := scenario.WriteJSON(f, reports, true); err != nil {
 		f.Close()
 		return err
 	}

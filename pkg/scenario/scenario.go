@@ -146,10 +146,10 @@ type Expectation struct {
 	PartialGangs       *int           `yaml:"partialGangs"`
 	MaxShareDeviation  *float64       `yaml:"maxShareDeviation"`
 	MinJainIndex       *float64       `yaml:"minJainIndex"`
-	MaxAttemptsPerPod  *float64       `yaml:"maxAttemptsPerPod"`
-	MaxUnscheduledPods *int           `yaml:"maxUnscheduledPods"`
-	MaxEvictions       *int           `yaml:"maxEvictions"`
-	MaxGangsBroken     *int           `yaml:"maxGangsBroken"`
+	MaxAttemptsPerPod  *float64       `yaml:"attemptsPerPod"`
+	MaxUnscheduledPods *int           `yaml:"unscheduledPods"`
+	MaxEvictions       *int           `yaml:"evictions"`
+	MaxGangsBroken     *int           `yaml:"gangsBrokenByEviction"`
 	MinFreeNodes       map[string]int `yaml:"minFreeNodes"`
 	// Bounds relative to another profile of the same scenario.
 	Relative []RelativeBound `yaml:"relative"`
@@ -183,11 +183,24 @@ func Load(file string) (*Scenario, error) {
 // at least 1".
 func Parse(file string, data []byte) (*Scenario, error) {
 	s := &Scenario{file: file, dir: filepath.Dir(file)}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	s.root = &root
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(s); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty scenario", file)
+		}
+		var typeErr *yaml.TypeError
+		if errors.As(err, &typeErr) {
+			msgs := make([]string, len(typeErr.Errors))
+			for i, m := range typeErr.Errors {
+				msgs[i] = file + ": " + explainDecodeError(&root, m)
+			}
+			return nil, errors.New(strings.Join(msgs, "\n"))
 		}
 		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
@@ -195,11 +208,6 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err := dec.Decode(&extra); err == nil {
 		return nil, fmt.Errorf("%s: line %d: a scenario file holds one YAML document", file, extra.Line)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	s.root = &root
 	if errs := s.validate(); len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {

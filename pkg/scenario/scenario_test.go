@@ -99,7 +99,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "unknown field",
 			edit:    func(s string) string { return strings.Replace(s, "  every: 1s", "  evry: 1s", 1) },
-			wantErr: []string{"line 17: field evry not found"},
+			wantErr: []string{"line 17: workloads[0].evry: unknown field"},
 		},
 		{
 			name:    "negative count",
@@ -141,7 +141,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name:    "wrong type",
 			edit:    func(s string) string { return strings.Replace(s, "members: 3", "members: three", 1) },
-			wantErr: []string{"line 26: cannot unmarshal !!str `three` into int"},
+			wantErr: []string{"line 26: workloads[1].members: cannot unmarshal !!str `three` into int"},
 		},
 	}
 	for _, tc := range tests {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,6 +101,69 @@ func lineOf(root *yaml.Node, p path) int {
 		}
 	}
 	return line
+}
+
+// lineRE and unknownFieldRE match yaml.v3's decoding errors.
+var (
+	lineRE         = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownFieldRE = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+)
+
+// explainDecodeError rewrites a yaml.v3 decoding error ("line 11: field gpu
+// not found in type scenario.NodeGroup") to name the field's place:
+// "line 11: cluster.nodes[0].gpu: unknown field".
+func explainDecodeError(root *yaml.Node, msg string) string {
+	m := lineRE.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	line, _ := strconv.Atoi(m[1])
+	if f := unknownFieldRE.FindStringSubmatch(m[2]); f != nil {
+		if p := pathAtLine(root, line, f[1]); p != nil {
+			return fmt.Sprintf("line %d: %s: unknown field", line, p)
+		}
+	}
+	if p := pathAtLine(root, line, ""); p != nil {
+		return fmt.Sprintf("line %d: %s: %s", line, p, m[2])
+	}
+	return msg
+}
+
+// pathAtLine is the path of the first map key on line (named key, unless
+// key is empty) or list item on line; nil when there is none.
+func pathAtLine(root *yaml.Node, line int, key string) path {
+	var walk func(n *yaml.Node, p path) path
+	walk = func(n *yaml.Node, p path) path {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				if found := walk(c, p); found != nil {
+					return found
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if k.Line == line && (key == "" || k.Value == key) {
+					return p.with(k.Value)
+				}
+				if found := walk(v, p.with(k.Value)); found != nil {
+					return found
+				}
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				if c.Kind == yaml.ScalarNode && c.Line == line && key == "" {
+					return p.with(i)
+				}
+				if found := walk(c, p.with(i)); found != nil {
+					return found
+				}
+			}
+		}
+		return nil
+	}
+	return walk(root, nil)
 }
 
 // Known profile names.
