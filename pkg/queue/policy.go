@@ -224,86 +224,61 @@ func realCapability(f *Figures, parentReal, guarantees Vector) Vector {
 	return real
 }
 
-// waterFill divides avail among the queues by weight: each round every
-// queue still short of its request gets remaining·weight/W more, capped by
-// its realCapability and request and floored by its guarantee, until
-// nothing remains or nothing changes.
+// waterFill divides avail among the queues by weight, per resource: the
+// weighted max-min fair division with floors and caps. Each queue gets
+// clamp(λ·weight, guarantee, min(realCapability, request)) for the water
+// level λ at which the shares add up to avail (or every queue is capped).
+// A guarantee above the cap still wins. Carving floors first and sharing
+// the rest by weight is what the round-by-round filling approximates; this
+// finds it exactly and never hands out more than avail beyond guarantees.
 func waterFill(figs map[string]*Figures, queues []string, avail Vector) {
-	deserved := map[string]map[v1.ResourceName]float64{}
-	met := map[string]bool{}
 	for _, q := range queues {
-		deserved[q] = map[v1.ResourceName]float64{}
-		for k, g := range figs[q].Guarantee {
-			deserved[q][k] = float64(g)
+		figs[q].Deserved = Vector{}
+	}
+	dims := avail.Clone()
+	for _, q := range queues {
+		for k := range figs[q].Guarantee {
+			if _, ok := dims[k]; !ok {
+				dims[k] = 0
+			}
 		}
 	}
-	for round := 0; round < 100; round++ {
-		remaining := map[v1.ResourceName]float64{}
-		for k, a := range avail {
-			remaining[k] = float64(a)
-			for _, q := range queues {
-				remaining[k] -= deserved[q][k]
-			}
-		}
-		var weights float64
-		for _, q := range queues {
-			if !met[q] {
-				weights += float64(figs[q].Weight)
-			}
-		}
-		if weights == 0 || !anyPositive(remaining) {
-			break
-		}
-		changed := false
-		for _, q := range queues {
-			if met[q] {
-				continue
-			}
+	for k, total := range dims {
+		type bounds struct{ w, lo, hi float64 }
+		b := make([]bounds, len(queues))
+		maxLevel := 0.0
+		for i, q := range queues {
 			f := figs[q]
-			grew := false
-			covered := true
-			for k, rem := range remaining {
-				old := deserved[q][k]
-				d := old
-				if rem > 0 {
-					d += rem * float64(f.Weight) / weights
-				}
-				d = math.Min(d, float64(f.RealCapability[k]))
-				d = math.Min(d, float64(f.Request[k]))
-				d = math.Max(d, float64(f.Guarantee[k]))
-				if d > old+0.5 {
-					grew = true
-				}
-				if d+0.5 < float64(f.Request[k]) {
-					covered = false
-				}
-				deserved[q][k] = d
+			lo := float64(f.Guarantee[k])
+			hi := math.Max(lo, math.Min(float64(f.RealCapability[k]), float64(f.Request[k])))
+			b[i] = bounds{w: float64(f.Weight), lo: lo, hi: hi}
+			maxLevel = math.Max(maxLevel, hi/b[i].w)
+		}
+		share := func(level float64) float64 {
+			sum := 0.0
+			for _, x := range b {
+				sum += math.Min(x.hi, math.Max(x.lo, level*x.w))
 			}
-			if covered || !grew {
-				met[q] = true
+			return sum
+		}
+		level := maxLevel
+		if share(maxLevel) > float64(total) {
+			lo, hi := 0.0, maxLevel
+			for range 64 {
+				mid := (lo + hi) / 2
+				if share(mid) > float64(total) {
+					hi = mid
+				} else {
+					lo = mid
+				}
 			}
-			changed = changed || grew
+			level = lo
 		}
-		if !changed {
-			break
-		}
-	}
-	for _, q := range queues {
-		f := figs[q]
-		f.Deserved = Vector{}
-		for k, d := range deserved[q] {
-			f.Deserved[k] = int64(math.Round(d))
+		for i, q := range queues {
+			d := math.Min(b[i].hi, math.Max(b[i].lo, level*b[i].w))
+			figs[q].Deserved[k] = int64(math.Floor(d + 1e-6))
 		}
 	}
-}
-
-func anyPositive(v map[v1.ResourceName]float64) bool {
-	for _, n := range v {
-		if n >= 1 {
-			return true
-		}
-	}
-	return false
 }
 
 func orEmpty(v Vector) Vector {

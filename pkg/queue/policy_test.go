@@ -50,6 +50,22 @@ func TestComputeProportion(t *testing.T) {
 			wantReal:     map[string]Vector{"a": cpu(60), "b": cpu(30)},
 		},
 		{
+			name:  "a guarantee is a floor, not a head start",
+			total: cpu(60),
+			specs: []Spec{{Name: "a", Weight: 1, Guarantee: cpu(30)}, {Name: "b", Weight: 2}, {Name: "c", Weight: 3}},
+			usage: map[string]Usage{"a": all(60), "b": all(60), "c": all(60)},
+			// a's weighted share (10) is below its floor: it gets 30, and the
+			// other 30 go 2:3.
+			wantDeserved: map[string]Vector{"a": cpu(30), "b": cpu(12), "c": cpu(18)},
+		},
+		{
+			name:         "guarantees above the total each still win",
+			total:        cpu(20),
+			specs:        []Spec{{Name: "a", Weight: 1, Guarantee: cpu(15)}, {Name: "b", Weight: 1, Guarantee: cpu(15)}},
+			usage:        map[string]Usage{"a": all(60), "b": all(60)},
+			wantDeserved: map[string]Vector{"a": cpu(15), "b": cpu(15)},
+		},
+		{
 			name:  "children share their parent's deserved by weight",
 			total: cpu(80),
 			specs: []Spec{{Name: "org", Weight: 1}, {Name: "other", Weight: 1},
