@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ func newBenchCommand() *cobra.Command {
 		outDir     string
 		profiles   []string
 		verbosity  int
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench SCENARIO|DIR...",
@@ -61,6 +63,17 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 					return err
 				}
 				scenarios = append(scenarios, s)
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -107,6 +120,7 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 	f.BoolVar(&withSeries, "series", false, "with --json, include the sampled utilization and share series")
 	f.StringVar(&outDir, "out", "", "write a picture of utilization and queue shares over time per scenario (<name>.svg) and results.json (with series) into this folder")
 	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run instead of each scenario's list ("+strings.Join(scenario.Profiles, ", ")+")")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (control plane, scheduler, runner) to this file")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity of the control plane and scheduler (0: no logs)")
 	return cmd
 }
