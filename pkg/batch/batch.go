@@ -116,7 +116,7 @@ func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommi
 	defer b.mu.Unlock()
 	if q := b.queues.Load(); q != nil {
 		if q.Policy() != policy {
-			return nil, fmt.Errorf("the %s and %s plugins are alternatives: enable one of them in every profile", q.Policy(), policy)
+			return nil, fmt.Errorf("the Proportion and Capacity plugins are alternatives: enable one of them in every profile (%s is on, %s was asked for)", q.Policy(), policy)
 		}
 		return q, nil
 	}
@@ -137,6 +137,9 @@ func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommi
 	klog.FromContext(ctx).Info("Queue accounting started", "policy", policy, "overcommitFactor", overcommit)
 	return s, nil
 }
+
+// Recorder records Events as muster-scheduler.
+func (b *Batch) Recorder() events.EventRecorder { return b.recorder }
 
 // Queues returns the queue accounting, or nil when no queue policy is on.
 // Lock-free: QueueSort reads it for every comparison.

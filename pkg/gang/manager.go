@@ -474,6 +474,29 @@ func (m *Manager) FailedThisEpoch(key Key) (string, bool) {
 	return g.failure.message, true
 }
 
+// BoundMembers returns the live members bound to a node, newest first.
+func (m *Manager) BoundMembers(key Key) []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return nil
+	}
+	var out []*v1.Pod
+	for _, p := range g.members {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != v1.PodFailed && p.Status.Phase != v1.PodSucceeded {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreationTimestamp.Equal(&out[j].CreationTimestamp) {
+			return out[j].CreationTimestamp.Before(&out[i].CreationTimestamp)
+		}
+		return out[i].Name > out[j].Name
+	})
+	return out
+}
+
 // PendingMembers returns the live members that are neither bound nor
 // reserved, oldest first.
 func (m *Manager) PendingMembers(key Key) []*v1.Pod {

@@ -1,4 +1,8 @@
-package gang
+// Package placement places a set of pods on the scheduler's current
+// snapshot as the profile would, one after another, each seeing the ones
+// before it, without reserving anything: the trial placement behind gang
+// scheduling and gang-aware reclaim.
+package placement
 
 import (
 	"context"
@@ -9,23 +13,52 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
-// place finds a node for each member, in order, on this cycle's snapshot
-// with the members placed before it added: the profile's own PreFilter,
-// Filter and Score plugins decide, as they would for each member alone. It
-// returns the plan, or a message saying why the members do not all fit.
-func (pl *Gang) place(ctx context.Context, members []*v1.Pod, placed, minMember int32) (map[types.UID]string, string, error) {
-	nodeInfos, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+// Placer places pods with a profile's plugins.
+type Placer struct {
+	Handle    framework.Handle
+	Framework framework.Framework
+}
+
+// Removal is a pod taken off its node before placing (a victim).
+type Removal struct {
+	Pod  *v1.Pod
+	Node string
+}
+
+// Place finds a node for each member, in order, on this cycle's snapshot
+// with removed taken off their nodes and the members placed before it
+// added: the profile's own PreFilter, Filter and Score plugins decide, as
+// they would for each member alone. It returns the plan, or a message
+// saying why the members do not all fit; placed and minMember only shape
+// that message ("placeable 3/4: …").
+func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Removal, placed, minMember int32) (map[types.UID]string, string, error) {
+	nodeInfos, err := pl.Handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, "", err
 	}
-	// overlay holds copies of the nodes that planned members were added to.
+	// overlay holds copies of the nodes that pods were removed from or
+	// planned members added to.
 	overlay := map[string]fwk.NodeInfo{}
+	logger := klog.FromContext(ctx)
+	for _, r := range removed {
+		n, err := pl.Handle.SnapshotSharedLister().NodeInfos().Get(r.Node)
+		if err != nil {
+			continue
+		}
+		if _, ok := overlay[r.Node]; !ok {
+			overlay[r.Node] = n.Snapshot()
+		}
+		if err := overlay[r.Node].RemovePod(logger, r.Pod); err != nil {
+			return nil, "", err
+		}
+	}
 	type plannedPod struct {
 		info fwk.PodInfo
 		node string
@@ -36,15 +69,26 @@ func (pl *Gang) place(ctx context.Context, members []*v1.Pod, placed, minMember 
 	for i, member := range members {
 		state := framework.NewCycleState()
 		gang.MarkTrial(state)
-		result, status, _ := pl.framework.RunPreFilterPlugins(ctx, state, member)
+		result, status, _ := pl.Framework.RunPreFilterPlugins(ctx, state, member)
 		if !status.IsSuccess() && !status.IsSkip() {
 			if status.IsRejected() {
 				return nil, placeable(placed+int32(i), minMember, member, status.Message()), nil
 			}
 			return nil, "", status.AsError()
 		}
+		for _, r := range removed {
+			if n, ok := overlay[r.Node]; ok {
+				info, err := framework.NewPodInfo(r.Pod)
+				if err != nil {
+					return nil, "", err
+				}
+				if s := pl.Framework.RunPreFilterExtensionRemovePod(ctx, state, member, info, n); !s.IsSuccess() {
+					return nil, "", s.AsError()
+				}
+			}
+		}
 		for _, p := range plannedPods {
-			if s := pl.framework.RunPreFilterExtensionAddPod(ctx, state, member, p.info, overlay[p.node]); !s.IsSuccess() {
+			if s := pl.Framework.RunPreFilterExtensionAddPod(ctx, state, member, p.info, overlay[p.node]); !s.IsSuccess() {
 				return nil, "", s.AsError()
 			}
 		}
@@ -81,16 +125,16 @@ func (pl *Gang) place(ctx context.Context, members []*v1.Pod, placed, minMember 
 
 // feasibleNodes runs the filters for member on every node (with the planned
 // members added), in parallel, and counts the reasons of rejections.
-func (pl *Gang) feasibleNodes(ctx context.Context, state fwk.CycleState, member *v1.Pod, nodes []fwk.NodeInfo, overlay map[string]fwk.NodeInfo) ([]fwk.NodeInfo, map[string]int) {
+func (pl *Placer) feasibleNodes(ctx context.Context, state fwk.CycleState, member *v1.Pod, nodes []fwk.NodeInfo, overlay map[string]fwk.NodeInfo) ([]fwk.NodeInfo, map[string]int) {
 	fits := make([]fwk.NodeInfo, len(nodes))
 	var mu sync.Mutex
 	reasons := map[string]int{}
-	pl.handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
+	pl.Handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
 		n := nodes[i]
 		if o, ok := overlay[n.Node().Name]; ok {
 			n = o
 		}
-		s := pl.framework.RunFilterPluginsWithNominatedPods(ctx, state, member, n)
+		s := pl.Framework.RunFilterPluginsWithNominatedPods(ctx, state, member, n)
 		if s.IsSuccess() {
 			fits[i] = n
 			return
@@ -100,7 +144,7 @@ func (pl *Gang) feasibleNodes(ctx context.Context, state fwk.CycleState, member 
 			reasons[r]++
 		}
 		mu.Unlock()
-	}, Name)
+	}, "MusterPlacement")
 	var out []fwk.NodeInfo
 	for _, n := range fits {
 		if n != nil {
@@ -112,14 +156,14 @@ func (pl *Gang) feasibleNodes(ctx context.Context, state fwk.CycleState, member 
 
 // bestNode scores the feasible nodes with the profile's score plugins and
 // returns the highest; ties go to the first node by name.
-func (pl *Gang) bestNode(ctx context.Context, state fwk.CycleState, member *v1.Pod, feasible []fwk.NodeInfo) (fwk.NodeInfo, error) {
+func (pl *Placer) bestNode(ctx context.Context, state fwk.CycleState, member *v1.Pod, feasible []fwk.NodeInfo) (fwk.NodeInfo, error) {
 	if len(feasible) == 1 {
 		return feasible[0], nil
 	}
-	if s := pl.framework.RunPreScorePlugins(ctx, state, member, feasible); !s.IsSuccess() {
+	if s := pl.Framework.RunPreScorePlugins(ctx, state, member, feasible); !s.IsSuccess() {
 		return nil, s.AsError()
 	}
-	scores, s := pl.framework.RunScorePlugins(ctx, state, member, feasible)
+	scores, s := pl.Framework.RunScorePlugins(ctx, state, member, feasible)
 	if !s.IsSuccess() {
 		return nil, s.AsError()
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/muster-sched/muster/apis/config/validation"
 	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/placement"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -29,6 +30,7 @@ const Name = "Gang"
 type Gang struct {
 	handle     framework.Handle
 	framework  framework.Framework
+	placer     *placement.Placer
 	batch      *batch.Batch
 	manager    *gang.Manager
 	timeout    time.Duration
@@ -67,6 +69,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	return &Gang{
 		handle:    h,
 		framework: fw,
+		placer:    &placement.Placer{Handle: h, Framework: fw},
 		batch:     b,
 		manager:   b.Gangs,
 		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,

@@ -39,14 +39,14 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if node, planned, hasPlan := pl.manager.PlannedNode(key, pod.UID, now); planned {
 		return &framework.PreFilterResult{NodeNames: sets.New(node)}, nil
 	} else if hasPlan {
-		return nil, fwk.NewStatus(fwk.Unschedulable, gangMessage(key, "waiting for the members planned before this one"))
+		return nil, waitForPlan(state, key)
 	}
 	if msg, failed := pl.manager.FailedThisEpoch(key); failed {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, msg))
 	}
 
-	members := pickMembers(pod, pl.manager.PendingMembers(key), &s)
-	plan, msg, err := pl.place(ctx, members, s.Placed, s.Spec.MinMember)
+	members := gang.PickMembers(pod, pl.manager.PendingMembers(key), &s)
+	plan, msg, err := pl.placer.Place(ctx, members, nil, s.Placed, s.Spec.MinMember)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -61,7 +61,22 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if node, ok := plan[pod.UID]; ok {
 		return &framework.PreFilterResult{NodeNames: sets.New(node)}, nil
 	}
-	return nil, fwk.NewStatus(fwk.Unschedulable, gangMessage(key, "waiting for the members planned before this one"))
+	return nil, waitForPlan(state, key)
+}
+
+// waitForPlanKey marks a cycle in which the pod only waits for its gang's
+// planned members: nothing failed, so PostFilter must not undo the plan.
+const waitForPlanKey fwk.StateKey = Name + "/wait-for-plan"
+
+type waitMarker struct{}
+
+func (waitMarker) Clone() fwk.StateData { return waitMarker{} }
+
+// waitForPlan rejects a member the plan does not place (an extra member of
+// a gang being placed); it is retried when a sibling binds.
+func waitForPlan(state fwk.CycleState, key gang.Key) *fwk.Status {
+	state.Write(waitForPlanKey, waitMarker{})
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, "waiting for the members planned before this one"))
 }
 
 // PreFilterExtensions is nil: Gang keeps no per-node state in the cycle.
@@ -71,10 +86,13 @@ func (pl *Gang) PreFilterExtensions() framework.PreFilterExtensions { return nil
 // are released at once and the plan is dropped, so the gang holds nothing
 // and is planned afresh when the cluster changes. Stock preemption is not
 // attempted for a member alone; pods in no gang are left to it.
-func (pl *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
+func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
 	key, ok := keyOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if _, err := state.Read(waitForPlanKey); err == nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable)
 	}
 	pl.manager.DropPlan(key)
 	if released := pl.releaseWaiting(ctx, key, fmt.Sprintf("member %s could not be placed", pod.Name)); released > 0 {
@@ -85,54 +103,6 @@ func (pl *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _
 
 func gangMessage(key gang.Key, msg string) string {
 	return fmt.Sprintf("gang %s/%s: %s", key.Namespace, key.Name, msg)
-}
-
-// pickMembers chooses which pending members the plan places: pod first if
-// it is needed, enough of each role to meet its minimum, then any member up
-// to minMember.
-func pickMembers(pod *v1.Pod, pending []*v1.Pod, s *gang.Status) []*v1.Pod {
-	need := s.Spec.MinMember - s.Placed
-	roleNeed := map[string]int32{}
-	for role, min := range s.Spec.MinTaskMember {
-		if n := min - s.PlacedByRole[role]; n > 0 {
-			roleNeed[role] = n
-		}
-	}
-	candidates := make([]*v1.Pod, 0, len(pending))
-	candidates = append(candidates, pod)
-	for _, p := range pending {
-		if p.UID != pod.UID {
-			candidates = append(candidates, p)
-		}
-	}
-	picked := sets.New[int]()
-	var out []*v1.Pod
-	take := func(i int) {
-		picked.Insert(i)
-		out = append(out, candidates[i])
-		need--
-		if r := gang.RoleOf(candidates[i]); roleNeed[r] > 0 {
-			roleNeed[r]--
-		}
-	}
-	for i, p := range candidates { // roles short of their minimum first
-		if need > 0 && roleNeed[gang.RoleOf(p)] > 0 {
-			take(i)
-		}
-	}
-	var roleShort int32
-	for _, n := range roleNeed {
-		roleShort += n
-	}
-	for i := range candidates { // then anyone, leaving room for short roles
-		if need-roleShort <= 0 {
-			break
-		}
-		if !picked.Has(i) {
-			take(i)
-		}
-	}
-	return out
 }
 
 // activateSiblings moves the planned siblings to the active queue, so that

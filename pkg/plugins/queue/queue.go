@@ -8,10 +8,16 @@ package queue
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -20,6 +26,7 @@ import (
 	"github.com/muster-sched/muster/apis/config/validation"
 	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/placement"
 	"github.com/muster-sched/muster/pkg/queue"
 )
 
@@ -31,13 +38,25 @@ const (
 
 // Plugin enforces one queue policy.
 type Plugin struct {
-	name  string
-	gangs *gang.Manager
-	state *queue.State
+	name     string
+	gangs    *gang.Manager
+	state    *queue.State
+	placer   *placement.Placer
+	client   kubernetes.Interface
+	recorder events.EventRecorder
+	// pdbs reports whether a disruption budget protects a pod now.
+	pdbs func(*v1.Pod) bool
+	pods corelisters.PodLister
+
+	mu sync.Mutex
+	// evicted holds, per gang, the victims evicted for it that may still
+	// be terminating.
+	evicted map[gang.Key][]*v1.Pod
 }
 
 var (
 	_ framework.PreFilterPlugin   = &Plugin{}
+	_ framework.PostFilterPlugin  = &Plugin{}
 	_ framework.EnqueueExtensions = &Plugin{}
 )
 
@@ -71,7 +90,34 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{name: name, gangs: b.Gangs, state: s}, nil
+	fw, ok := h.(framework.Framework)
+	if !ok {
+		return nil, fmt.Errorf("queue policies need the scheduler framework as their handle, got %T", h)
+	}
+	pdbLister := h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
+	return &Plugin{
+		name: name, gangs: b.Gangs, state: s,
+		placer:   &placement.Placer{Handle: h, Framework: fw},
+		client:   h.ClientSet(),
+		pods:     h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		evicted:  map[gang.Key][]*v1.Pod{},
+		recorder: b.Recorder(),
+		pdbs: pdbBlocks(func(ns string) ([]pdb, error) {
+			list, err := pdbLister.PodDisruptionBudgets(ns).List(labels.Everything())
+			if err != nil {
+				return nil, err
+			}
+			out := make([]pdb, 0, len(list))
+			for _, b := range list {
+				sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, pdb{selector: sel, allowed: b.Status.DisruptionsAllowed})
+			}
+			return out, nil
+		}),
+	}, nil
 }
 
 // Name returns the plugin's name.

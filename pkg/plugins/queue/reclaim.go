@@ -1,0 +1,336 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/placement"
+	"github.com/muster-sched/muster/pkg/queue"
+)
+
+// unit is what reclaim evicts together: one member above its gang's
+// minMember, or a whole gang (never part of one below its minimum).
+type unit struct {
+	gang  gang.Key
+	queue string
+	pods  []*v1.Pod
+	usage queue.Vector
+	whole bool
+}
+
+// PostFilter reclaims and preempts for a starving gang, transactionally:
+// it looks for victims such that every member the gang still needs fits
+// afterwards, and evicts nothing unless they all do. Victims come first
+// from reclaimable queues above their deserved share (never below their
+// guarantee), then from lower-priority gangs of the gang's own queue;
+// members above a victim gang's minMember before whole gangs; never a
+// system-critical pod or one whose PodDisruptionBudget allows no
+// disruption. The gang's queue must stay within its ceiling afterwards, so
+// two queues never reclaim from each other in turn.
+func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
+	key, ok := gang.KeyOf(pod)
+	if !ok || (pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever) {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	st := pl.gangs.Status(key)
+	if st.Invalid != "" || st.Ready() {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if _, _, placing := pl.gangs.PlannedNode(key, pod.UID, time.Now()); placing {
+		return nil, fwk.NewStatus(fwk.Unschedulable) // being placed: nothing to reclaim for
+	}
+	snap := pl.state.Refresh()
+	g := snap.Gangs[key]
+	if g == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	// A gang its queue did not admit may still preempt lower-priority work
+	// of that queue (which is what fills it), but reclaims from no other.
+	preemptOnly := !g.Admitted
+	members := gang.PickMembers(pod, pl.gangs.PendingMembers(key), &st)
+	need := queue.Vector{}
+	for _, m := range members {
+		need.Add(queue.FromList(podRequests(m)))
+	}
+	logger := klog.FromContext(ctx)
+	if n := pl.terminating(key); n > 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
+	}
+	units := pl.candidates(snap, key, g.Queue, corev1helpers.PodPriority(pod), need, preemptOnly)
+	victims, plan, err := pl.chooseVictims(ctx, members, units, &st, need)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if victims == nil {
+		logger.V(3).Info("Reclaim cannot make the gang fit: evicting nothing", "gang", key, "candidates", len(units))
+		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
+	}
+	pl.recordEvictions(key, victims)
+	if err := pl.evict(ctx, key, victims); err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	pl.gangs.DropPlan(key)
+	// No nomination: the scheduler would count a nominated member again in
+	// the gang's own trial placement. The room stays the gang's without
+	// one: the victims' queues are at their ceiling now.
+	logger.V(3).Info("Reclaim planned the gang", "gang", key, "members", len(plan))
+	return nil, fwk.NewStatus(fwk.Success)
+}
+
+// candidates lists the units reclaim and preemption may take, in the order
+// they are preferred.
+func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, preemptOnly bool) []unit {
+	var extras, wholes, lower []unit
+	for key, g := range snap.Gangs {
+		if key == preemptor || g.Allocated == nil {
+			continue
+		}
+		sameQueue := g.Queue == preemptorQueue
+		if preemptOnly && !sameQueue {
+			continue
+		}
+		f := snap.Queues[g.Queue]
+		if f == nil {
+			continue
+		}
+		if !sameQueue && (!f.Reclaimable || !overDeserved(f, need)) {
+			continue
+		}
+		bound := pl.gangs.BoundMembers(key)
+		if len(bound) == 0 || !evictable(bound, pl.pdbs) {
+			continue
+		}
+		if sameQueue {
+			if corev1helpers.PodPriority(bound[0]) >= priority {
+				continue
+			}
+			lower = append(lower, wholeUnit(key, g.Queue, bound))
+			continue
+		}
+		// Members already being deleted are not counted: taking "extras"
+		// must never leave the gang below its minimum.
+		extra := len(bound) - int(pl.gangs.Status(key).Spec.MinMember)
+		for i := 0; i < extra && i < len(bound); i++ { // newest first
+			extras = append(extras, unit{gang: key, queue: g.Queue, pods: bound[i : i+1], usage: queue.FromList(podRequests(bound[i]))})
+		}
+		wholes = append(wholes, wholeUnit(key, g.Queue, bound))
+	}
+	// Fewest pods first among whole gangs; stable for equal sizes.
+	sort.SliceStable(wholes, func(i, j int) bool { return len(wholes[i].pods) < len(wholes[j].pods) })
+	sort.SliceStable(lower, func(i, j int) bool { return len(lower[i].pods) < len(lower[j].pods) })
+	return append(append(extras, wholes...), lower...)
+}
+
+func wholeUnit(key gang.Key, q string, pods []*v1.Pod) unit {
+	u := unit{gang: key, queue: q, pods: pods, usage: queue.Vector{}, whole: true}
+	for _, p := range pods {
+		u.usage.Add(queue.FromList(podRequests(p)))
+	}
+	return u
+}
+
+// overDeserved reports whether the queue holds more than it deserves in a
+// resource the preemptor needs.
+func overDeserved(f *queue.Figures, need queue.Vector) bool {
+	for k, n := range need {
+		if n > 0 && f.Allocated[k] > f.Deserved[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// evictable rules out system-critical pods and pods a PodDisruptionBudget
+// protects right now.
+func evictable(pods []*v1.Pod, pdbs func(*v1.Pod) bool) bool {
+	for _, p := range pods {
+		if p.Namespace == metav1.NamespaceSystem || p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical" {
+			return false
+		}
+		if pdbs(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// chooseVictims adds units in order while they are allowed, until the
+// gang's needed members all fit; then drops every unit the fit does not
+// need. It returns no victims when the gang cannot fit at all.
+func (pl *Plugin) chooseVictims(ctx context.Context, members []*v1.Pod, units []unit, st *gang.Status, need queue.Vector) ([]unit, map[types.UID]string, error) {
+	snap := pl.state.Last()
+	own := queue.QueueOf(st)
+	taken := map[string]queue.Vector{} // per victim queue
+	var chosen []unit
+	fits := func(us []unit) (map[types.UID]string, error) {
+		// The gang's queue must be within its ceiling once its own victims
+		// (preemption) are gone and the gang is placed.
+		ownVictims := queue.Vector{}
+		var removed []placement.Removal
+		for _, u := range us {
+			if u.queue == own {
+				ownVictims.Add(u.usage)
+			}
+			for _, p := range u.pods {
+				removed = append(removed, placement.Removal{Pod: p, Node: p.Spec.NodeName})
+			}
+		}
+		after := need.Clone()
+		after.Sub(ownVictims)
+		if ok, _ := snap.FitsCeiling(own, after); !ok {
+			return nil, nil
+		}
+		plan, msg, err := pl.placer.Place(ctx, members, removed, st.Placed, st.Spec.MinMember)
+		if err != nil || msg != "" {
+			return nil, err
+		}
+		return plan, nil
+	}
+	var plan map[types.UID]string
+	for _, u := range units {
+		f := snap.Queues[u.queue]
+		if u.queue != own { // reclaim from another queue: within its budget
+			after := f.Allocated.Clone()
+			after.Sub(taken[u.queue])
+			if !stillOver(after, f.Deserved, members) {
+				continue
+			}
+			after.Sub(u.usage)
+			if ok, _ := f.Guarantee.Fits(after); !ok {
+				continue // would take it below its guarantee
+			}
+		}
+		chosen = append(chosen, u)
+		if taken[u.queue] == nil {
+			taken[u.queue] = queue.Vector{}
+		}
+		taken[u.queue].Add(u.usage)
+		p, err := fits(chosen)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p != nil {
+			plan = p
+			break
+		}
+	}
+	if plan == nil {
+		return nil, nil, nil
+	}
+	// Prune: the latest units made it fit; earlier ones may be unneeded.
+	for i := len(chosen) - 2; i >= 0; i-- {
+		without := append(append([]unit{}, chosen[:i]...), chosen[i+1:]...)
+		p, err := fits(without)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p != nil {
+			chosen, plan = without, p
+		}
+	}
+	return chosen, plan, nil
+}
+
+// stillOver reports whether after exceeds deserved in a resource the
+// members request.
+func stillOver(after, deserved queue.Vector, members []*v1.Pod) bool {
+	for _, m := range members {
+		for k, n := range queue.FromList(podRequests(m)) {
+			if n > 0 && after[k] > deserved[k] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// evict deletes the victims and says why, on each victim and its gang.
+func (pl *Plugin) evict(ctx context.Context, preemptor gang.Key, units []unit) error {
+	logger := klog.FromContext(ctx)
+	byGang := map[gang.Key]int{}
+	for _, u := range units {
+		for _, p := range u.pods {
+			err := pl.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			byGang[u.gang]++
+			pl.recorder.Eventf(p, nil, v1.EventTypeNormal, "Reclaimed", "Evict", "evicted to let gang %s/%s start", preemptor.Namespace, preemptor.Name)
+		}
+	}
+	var parts []string
+	for k, n := range byGang {
+		parts = append(parts, fmt.Sprintf("%d of %s/%s", n, k.Namespace, k.Name))
+		if pg := pl.gangs.Status(k).Spec.PodGroup; pg != nil {
+			pl.recorder.Eventf(pg, nil, v1.EventTypeWarning, "Reclaimed", "Evict", "evicted %d pods to let gang %s/%s start", n, preemptor.Namespace, preemptor.Name)
+		}
+	}
+	sort.Strings(parts)
+	logger.Info("Reclaimed for gang", "gang", preemptor, "evicted", strings.Join(parts, ", "))
+	return nil
+}
+
+// pdbBlocks reports whether a PodDisruptionBudget selecting pod allows no
+// disruption now.
+func pdbBlocks(lister func(namespace string) ([]pdb, error)) func(*v1.Pod) bool {
+	return func(p *v1.Pod) bool {
+		list, err := lister(p.Namespace)
+		if err != nil {
+			return true // unknown: do not risk it
+		}
+		for _, b := range list {
+			if b.selector.Matches(labels.Set(p.Labels)) && b.allowed <= 0 {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+type pdb struct {
+	selector labels.Selector
+	allowed  int32
+}
+
+// recordEvictions remembers the victims evicted for a gang until they are
+// gone, so that its other members do not reclaim again for the same room
+// before the scheduler has seen it freed.
+func (pl *Plugin) recordEvictions(preemptor gang.Key, units []unit) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	var victims []*v1.Pod
+	for _, u := range units {
+		victims = append(victims, u.pods...)
+	}
+	pl.evicted[preemptor] = victims
+}
+
+// terminating counts the gang's victims that still exist.
+func (pl *Plugin) terminating(preemptor gang.Key) int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	n := 0
+	for _, v := range pl.evicted[preemptor] {
+		if p, err := pl.pods.Pods(v.Namespace).Get(v.Name); err == nil && p.UID == v.UID {
+			n++
+		}
+	}
+	if n == 0 {
+		delete(pl.evicted, preemptor)
+	}
+	return n
+}

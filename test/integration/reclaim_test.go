@@ -1,0 +1,174 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+// gangOf creates a PodGroup and its n members of cpu in a queue.
+func (e *env) gangOf(name, queue string, min int32, n int, cpu string, mutate func(*v1.Pod)) []string {
+	e.podGroup(name, v1alpha1.PodGroupSpec{MinMember: min, Queue: queue})
+	var out []string
+	for i := range n {
+		p := e.member(fmt.Sprintf("%s-%d", name, i), cpu, map[string]string{v1alpha1.LabelPodGroup: name, v1alpha1.LabelQueue: queue})
+		if mutate != nil {
+			mutate(p)
+		}
+		e.create(p)
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// podNames lists the case's pods that exist and are not being deleted.
+func (e *env) podNames() map[string]bool {
+	pods, err := cluster.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = true
+		}
+	}
+	return out
+}
+
+// TestReclaim: queue qa fills the cluster with four gangs of five members
+// (minMember 4); queue qb arrives with a gang of four. qb reaches its
+// deserved share by taking exactly the four members above qa's gangs'
+// minimum, and no gang of qa drops below minMember.
+func TestReclaim(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 4, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
+	e.queue("qb", v1alpha1.QueueSpec{Weight: 1})
+	e.startScheduler(gangConfig(t))
+	var a []string
+	for i := range 4 {
+		a = append(a, e.gangOf(fmt.Sprintf("a%d", i), "qa", 4, 5, "2", nil)...)
+	}
+	e.waitBound(a...)
+
+	b := e.gangOf("b", "qb", 4, 4, "2", nil)
+	e.waitBoundWithin(10*time.Second, b...)
+	e.waitShares(map[string]float64{"qa": 32, "qb": 8}, 0)
+
+	left := e.podNames()
+	evicted := 0
+	for _, name := range a {
+		if !left[name] {
+			evicted++
+		}
+	}
+	if evicted != 4 {
+		t.Errorf("evicted %d pods of qa, want the 4 above minMember", evicted)
+	}
+	for i := range 4 {
+		running := 0
+		for j := range 5 {
+			if left[fmt.Sprintf("a%d-%d", i, j)] {
+				running++
+			}
+		}
+		if running < 4 {
+			t.Errorf("gang a%d left with %d members, below its minMember 4", i, running)
+		}
+	}
+	e.waitEvent("a0", "Reclaimed", "evicted 1 pods to let gang")
+}
+
+// TestReclaimEvictsNothingForAGangThatCannotFit: the gang would be admitted,
+// but no node can ever host its members; reclaim evicts nothing.
+func TestReclaimEvictsNothingForAGangThatCannotFit(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 4, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
+	e.queue("qb", v1alpha1.QueueSpec{Weight: 1})
+	e.startScheduler(gangConfig(t))
+	var a []string
+	for i := range 4 {
+		a = append(a, e.gangOf(fmt.Sprintf("a%d", i), "qa", 4, 5, "2", nil)...)
+	}
+	e.waitBound(a...)
+	b := e.gangOf("b", "qb", 4, 4, "2", func(p *v1.Pod) {
+		p.Spec.NodeSelector = map[string]string{"zone": "nowhere"}
+	})
+	e.staysUnbound(3*time.Second, b...)
+	left := e.podNames()
+	for _, name := range a {
+		if !left[name] {
+			t.Errorf("pod %s was evicted for a gang that cannot fit anyway", name)
+		}
+	}
+}
+
+// TestPreemptWithinQueue: a high-priority gang evicts low-priority work of
+// its own queue only, never another queue's.
+func TestPreemptWithinQueue(t *testing.T) {
+	e := newEnv(t)
+	for name, value := range map[string]int32{"it-low": 10, "it-high": 1000} {
+		_, err := cluster.Client.SchedulingV1().PriorityClasses().Create(e.ctx, &schedulingv1.PriorityClass{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cluster.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+	e.nodes("n", 4, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
+	e.queue("qb", v1alpha1.QueueSpec{Weight: 1})
+	e.startScheduler(gangConfig(t))
+	low := func(p *v1.Pod) { p.Spec.PriorityClassName = "it-low" }
+	var lowA, otherB []string
+	for i := range 2 {
+		lowA = append(lowA, e.gangOf(fmt.Sprintf("low%d", i), "qa", 2, 2, "5", low)...)
+		otherB = append(otherB, e.gangOf(fmt.Sprintf("other%d", i), "qb", 2, 2, "5", low)...)
+	}
+	e.waitBound(append(lowA, otherB...)...)
+	// qa holds its deserved 20 cpu; the high-priority gang needs 10 more.
+	high := e.gangOf("urgent", "qa", 2, 2, "5", func(p *v1.Pod) { p.Spec.PriorityClassName = "it-high" })
+	e.waitBoundWithin(10*time.Second, high...)
+	left := e.podNames()
+	for _, name := range otherB {
+		if !left[name] {
+			t.Errorf("pod %s of another queue was evicted", name)
+		}
+	}
+	gone := 0
+	for _, name := range lowA {
+		if !left[name] {
+			gone++
+		}
+	}
+	if gone != 2 {
+		t.Errorf("%d low-priority pods of qa evicted, want one whole gang (2)", gone)
+	}
+	// Evicted gangs go whole: no low gang is left with one member.
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
+		left = e.podNames()
+		for i := range 2 {
+			if left[fmt.Sprintf("low%d-0", i)] != left[fmt.Sprintf("low%d-1", i)] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("a low-priority gang was broken: %v", left)
+	}
+}
