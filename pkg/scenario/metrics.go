@@ -106,7 +106,6 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 		NodesUsed:             len(o.used),
 		Evictions:             o.evictions,
 		Preemptors:            o.preemptors,
-		GangsBroken:           o.gangsBroken,
 		WallSeconds:           end.Sub(start).Seconds(),
 	}
 	var firstCreated, lastBound, lastDone time.Time
@@ -159,6 +158,9 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 		}
 		if partial(g, bound) {
 			r.PartialGangs++
+		}
+		if broken(g) {
+			r.GangsBroken++
 		}
 	}
 	r.GangLatencyP50 = percentile(latencies, 50)
@@ -233,6 +235,36 @@ func partial(g *gangRecord, bound int) bool {
 		}
 	}
 	return false
+}
+
+// broken says whether evictions left the gang running without its minimum:
+// at its first eviction, members that were running and were never evicted
+// number more than zero and fewer than minMember. A gang evicted whole (its
+// members deleted one after another) is not broken.
+func broken(g *gangRecord) bool {
+	var first time.Time
+	for _, m := range g.members {
+		if m.evicted && (first.IsZero() || m.deleted.Before(first)) {
+			first = m.deleted
+		}
+	}
+	if first.IsZero() {
+		return false
+	}
+	survivors := 0
+	for _, m := range g.members {
+		if m.evicted || m.bound.IsZero() || m.bound.After(first) {
+			continue
+		}
+		if !m.finished.IsZero() && m.finished.Before(first) {
+			continue
+		}
+		if !m.deleted.IsZero() && m.deleted.Before(first) {
+			continue
+		}
+		survivors++
+	}
+	return survivors > 0 && survivors < g.minMember
 }
 
 // percentile is the nearest-rank percentile; 0 for no values.

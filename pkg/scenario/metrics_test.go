@@ -142,3 +142,27 @@ func TestCheck(t *testing.T) {
 		t.Errorf("muster's recorded failures (-want +got):\n%s", diff)
 	}
 }
+
+func TestBroken(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	running := func() *podRecord { return &podRecord{bound: at(0)} }
+	evicted := func(ms int) *podRecord { return &podRecord{bound: at(0), deleted: at(ms), evicted: true} }
+	tests := []struct {
+		name    string
+		members []*podRecord
+		want    bool
+	}{
+		{"no eviction", []*podRecord{running(), running(), running()}, false},
+		{"one of three evicted, two keep running", []*podRecord{evicted(100), running(), running()}, true},
+		{"evicted whole, one member after another", []*podRecord{evicted(100), evicted(101), evicted(102)}, false},
+		{"a member that had finished does not survive", []*podRecord{evicted(100), {bound: at(0), finished: at(50)}, evicted(103)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := broken(&gangRecord{minMember: 3, size: 3, members: tc.members}); got != tc.want {
+				t.Errorf("broken = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -49,7 +49,6 @@ type gangRecord struct {
 	minMember int
 	size      int
 	members   []*podRecord
-	broken    bool
 }
 
 // sample is the cluster's state at one moment.
@@ -83,7 +82,6 @@ type observer struct {
 	done         int
 	evictions    int
 	preemptors   int
-	gangsBroken  int
 }
 
 func newObserver(s *Scenario, gangs map[string]*gangRecord) *observer {
@@ -215,7 +213,7 @@ func (o *observer) update(obj any) {
 		}
 	}
 	if pod.DeletionTimestamp != nil && p.deleted.IsZero() {
-		o.markDeleted(p, pod.Namespace, now)
+		o.markDeleted(p, now)
 	}
 }
 
@@ -230,13 +228,13 @@ func (o *observer) delete(obj any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if p := o.pods[pod.Namespace+"/"+pod.Name]; p != nil && p.deleted.IsZero() {
-		o.markDeleted(p, pod.Namespace, o.now())
+		o.markDeleted(p, o.now())
 	}
 }
 
 // markDeleted records a deletion. The runner deletes no pod, so a running
 // pod that goes away was evicted (preempted).
-func (o *observer) markDeleted(p *podRecord, namespace string, now time.Time) {
+func (o *observer) markDeleted(p *podRecord, now time.Time) {
 	wasDone := p.done()
 	wasRunning := p.running()
 	p.deleted = now
@@ -249,20 +247,6 @@ func (o *observer) markDeleted(p *podRecord, namespace string, now time.Time) {
 	}
 	p.evicted = true
 	o.evictions++
-	g := o.gangs[namespace+"/"+p.gang]
-	if g == nil || g.broken {
-		return
-	}
-	running := 0
-	for _, m := range g.members {
-		if m.running() {
-			running++
-		}
-	}
-	if running > 0 && running < g.minMember {
-		g.broken = true
-		o.gangsBroken++
-	}
 }
 
 // sampleNow records the cluster's state.

@@ -118,7 +118,12 @@ var rows = []row{
 	{"nodes used", func(r *Result) string { return fmt.Sprint(r.NodesUsed) }, always},
 	{"free nodes at peak", func(r *Result) string { return freeNodes(r.FreeNodes) }, always},
 	{"evictions / preemptors", func(r *Result) string { return fmt.Sprintf("%d / %d", r.Evictions, r.Preemptors) }, always},
-	{"victims per preemptor", func(r *Result) string { return fmt.Sprintf("%.2f", r.VictimsPerPreemptor) }, hasEvictions},
+	{"victims per preemptor", func(r *Result) string {
+		if r.Preemptors == 0 {
+			return "-" // no pod was nominated: preemptors are not known
+		}
+		return fmt.Sprintf("%.2f", r.VictimsPerPreemptor)
+	}, hasEvictions},
 	{"gangs broken by eviction", func(r *Result) string { return fmt.Sprint(r.GangsBroken) }, hasGangs},
 	{"peak RSS / heap (MiB)", func(r *Result) string {
 		return fmt.Sprintf("%d / %d", r.PeakRSSBytes>>20, r.PeakHeapBytes>>20)
