@@ -185,7 +185,7 @@ func (b *Batch) admitted(key gang.Key) bool {
 	if snap == nil {
 		return false
 	}
-	g := snap.Gangs[key]
+	g := snap.Gang(key)
 	return g != nil && g.Admitted
 }
 

@@ -207,16 +207,38 @@ func (m *Manager) ClusterChanged() {
 	m.mu.Unlock()
 }
 
+// Observe takes in a pod the scheduler is about to consider. The
+// scheduler's informer may be ahead of the Manager's; its copy of the pod
+// is at least as fresh, and the pod must count in its gang and queue when
+// it is checked. The Manager's informer delivers the same or newer
+// versions after.
+//
+// Listeners are told on another goroutine: the scheduling queue calls
+// PreEnqueue with its lock held, and a listener may activate pods in it.
+func (m *Manager) Observe(pod *v1.Pod) {
+	if key, ok := m.upsert(pod); ok {
+		go m.notify(key)
+	}
+}
+
 func (m *Manager) updatePod(obj any) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return
 	}
+	if key, ok := m.upsert(pod); ok {
+		m.notify(key)
+	}
+}
+
+// upsert records the pod as a member of its gang and returns the gang; a
+// pod that left every gang is removed instead.
+func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
 	key, ok := KeyOf(pod)
 	if !ok {
 		// The label was removed: the pod left its gang.
 		m.deletePod(pod)
-		return
+		return Key{}, false
 	}
 	m.mu.Lock()
 	g := m.groupLocked(key)
@@ -229,7 +251,7 @@ func (m *Manager) updatePod(obj any) {
 		g.created = c
 	}
 	m.mu.Unlock()
-	m.notify(key)
+	return key, true
 }
 
 func (m *Manager) deletePod(obj any) {

@@ -20,7 +20,9 @@ import (
 const DefaultOvercommitFactor = 1.2
 
 // State is the queue accounting of one scheduler process, shared by every
-// profile.
+// profile. It is incremental: a gang's contribution to its queue is
+// recomputed only when the gang changed (the gang state says which), so a
+// refresh costs the changed gangs and the queues, not every gang.
 type State struct {
 	policy     Policy
 	overcommit float64
@@ -32,20 +34,39 @@ type State struct {
 	// admitted holds the gangs admitted by their queue that have no member
 	// placed yet; a gang with a placed member counts as admitted without.
 	admitted map[gang.Key]bool
-	last     atomic.Pointer[Snapshot]
+	// dirty holds the gangs changed since the last refresh.
+	dirty map[gang.Key]bool
+	// contrib is each gang's last computed contribution; usage and
+	// managedBound their sums.
+	contrib      map[gang.Key]contribution
+	usage        map[string]Usage
+	managedBound Vector
+	// figures holds each gang's *Gang (immutable values), read without
+	// locks by QueueSort.
+	figures sync.Map
+	last    atomic.Pointer[Snapshot]
 }
 
-// Snapshot is every queue's figures at one moment.
+// contribution is what one gang adds to its queue's usage.
+type contribution struct {
+	queue                     string
+	allocated, request, bound Vector
+	inqueue, elastic          Vector
+}
+
+// Snapshot is every queue's figures at one moment. Gang figures are read
+// live through Gang.
 type Snapshot struct {
 	Policy      Policy
 	Queues      map[string]*Figures
 	Total       Vector // what the queues divide: allocatable less unmanaged usage
 	Allocatable Vector
 	Used        Vector // requests of every bound pod
-	Gangs       map[gang.Key]*Gang
+	state       *State
 }
 
-// Gang is one gang's place in the accounting.
+// Gang is one gang's place in the accounting. Values are never modified
+// once published.
 type Gang struct {
 	Queue        string
 	MinResources Vector
@@ -56,6 +77,20 @@ type Gang struct {
 	DominantShare float64
 }
 
+// Gang returns a gang's figures, or nil for a gang not accounted yet.
+func (snap *Snapshot) Gang(key gang.Key) *Gang {
+	v, ok := snap.state.figures.Load(key)
+	if !ok {
+		return nil
+	}
+	return v.(*Gang)
+}
+
+// RangeGangs calls f for every accounted gang until it returns false.
+func (snap *Snapshot) RangeGangs(f func(gang.Key, *Gang) bool) {
+	snap.state.figures.Range(func(k, v any) bool { return f(k.(gang.Key), v.(*Gang)) })
+}
+
 // NewState builds the accounting over the gang state, the Queue lister and
 // the scheduler's node and pod informers.
 func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues musterlisters.QueueLister, schedulerInformers informers.SharedInformerFactory) (*State, error) {
@@ -63,9 +98,23 @@ func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues mus
 	if err != nil {
 		return nil, err
 	}
-	s := &State{policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, admitted: map[gang.Key]bool{}}
+	s := &State{
+		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c,
+		admitted: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
+		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, managedBound: Vector{},
+	}
+	gangs.OnChange(s.markDirty)
+	for _, k := range gangs.Keys() {
+		s.dirty[k] = true
+	}
 	s.Refresh()
 	return s, nil
+}
+
+func (s *State) markDirty(key gang.Key) {
+	s.mu.Lock()
+	s.dirty[key] = true
+	s.mu.Unlock()
 }
 
 // Policy returns the policy in force.
@@ -83,60 +132,84 @@ func QueueOf(st *gang.Status) string {
 	return st.Spec.Queue
 }
 
-// Refresh computes a new snapshot from the current state.
+// Refresh folds the changed gangs into the queues' usage and computes a new
+// snapshot.
 func (s *State) Refresh() *Snapshot {
-	statuses := s.gangs.Statuses()
 	allocatable, used := s.cluster.totals()
-	snap := &Snapshot{Policy: s.policy, Allocatable: allocatable, Used: used, Gangs: make(map[gang.Key]*Gang, len(statuses))}
-	usage := map[string]Usage{}
-	managedBound := Vector{}
+	snap := &Snapshot{Policy: s.policy, Allocatable: allocatable, Used: used, state: s}
 
 	s.mu.Lock()
-	for i := range statuses {
-		st := &statuses[i]
-		if st.Members == 0 {
-			delete(s.admitted, st.Key)
-			continue
-		}
-		q := QueueOf(st)
-		g := &Gang{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready()}
-		g.Admitted = s.admitted[st.Key] || st.Placed > 0
-		if st.Placed > 0 {
-			delete(s.admitted, st.Key) // placed members keep it admitted now
-		}
-		snap.Gangs[st.Key] = g
-		managedBound.Add(FromList(st.Bound))
-		u := usage[q]
-		if u.Allocated == nil {
-			u = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}}
-		}
-		u.Allocated.Add(g.Allocated)
-		u.Request.Add(g.Allocated)
-		u.Request.Add(FromList(st.Pending))
-		if g.Admitted && !st.Started() {
-			u.Inqueue.Add(positive(g.MinResources, g.Allocated))
-		}
-		if st.Started() {
-			u.Elastic.Add(positive(g.Allocated, g.MinResources))
-		}
-		usage[q] = u
+	defer s.mu.Unlock()
+	for key := range s.dirty {
+		s.refreshGang(key)
 	}
-	s.mu.Unlock()
-
+	clear(s.dirty)
 	snap.Total = allocatable.Clone()
 	unmanaged := used.Clone()
-	unmanaged.Sub(managedBound)
+	unmanaged.Sub(s.managedBound)
 	for k, n := range unmanaged {
 		if n > 0 {
 			snap.Total[k] = max(0, snap.Total[k]-n)
 		}
 	}
-	snap.Queues = Compute(s.policy, snap.Total, s.specs(), usage)
-	for _, g := range snap.Gangs {
-		g.DominantShare = dominantShare(g.Allocated, snap.Total)
-	}
+	snap.Queues = Compute(s.policy, snap.Total, s.specs(), s.usage)
 	s.last.Store(snap)
 	return snap
+}
+
+// refreshGang recomputes one gang's contribution and figures. s.mu held.
+func (s *State) refreshGang(key gang.Key) {
+	if old, ok := s.contrib[key]; ok {
+		s.apply(old, -1)
+		delete(s.contrib, key)
+	}
+	st := s.gangs.Status(key)
+	if st.Members == 0 {
+		delete(s.admitted, key)
+		s.figures.Delete(key)
+		return
+	}
+	q := QueueOf(&st)
+	g := &Gang{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready()}
+	g.Admitted = s.admitted[key] || st.Placed > 0
+	if st.Placed > 0 {
+		delete(s.admitted, key) // placed members keep it admitted now
+	}
+	c := contribution{queue: q, allocated: g.Allocated, bound: FromList(st.Bound), inqueue: Vector{}, elastic: Vector{}}
+	c.request = g.Allocated.Clone()
+	c.request.Add(FromList(st.Pending))
+	if g.Admitted && !st.Started() {
+		c.inqueue = positive(g.MinResources, g.Allocated)
+	}
+	if st.Started() {
+		c.elastic = positive(g.Allocated, g.MinResources)
+	}
+	s.contrib[key] = c
+	s.apply(c, 1)
+	if last := s.last.Load(); last != nil {
+		g.DominantShare = dominantShare(g.Allocated, last.Total)
+	}
+	s.figures.Store(key, g)
+}
+
+// apply adds (sign 1) or removes (sign −1) a contribution. s.mu held.
+func (s *State) apply(c contribution, sign int64) {
+	u := s.usage[c.queue]
+	if u.Allocated == nil {
+		u = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}}
+	}
+	addScaled(u.Allocated, c.allocated, sign)
+	addScaled(u.Request, c.request, sign)
+	addScaled(u.Inqueue, c.inqueue, sign)
+	addScaled(u.Elastic, c.elastic, sign)
+	s.usage[c.queue] = u
+	addScaled(s.managedBound, c.bound, sign)
+}
+
+func addScaled(sum, v Vector, sign int64) {
+	for k, n := range v {
+		sum[k] += sign * n
+	}
 }
 
 // specs lists the queues, with the default queue even before its object
@@ -207,7 +280,7 @@ func (snap *Snapshot) ancestry(name string) []*Figures {
 // never sits in inqueue, where the overcommit check would count it against
 // every other queue.
 func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
-	g := snap.Gangs[st.Key]
+	g := snap.Gang(st.Key)
 	if g == nil {
 		return false, "the gang is not known to the queue accounting yet"
 	}
@@ -245,8 +318,11 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 	}
 	s.mu.Lock()
 	s.admitted[st.Key] = true
+	s.dirty[st.Key] = true
 	s.mu.Unlock()
-	g.Admitted = true
+	admitted := *g
+	admitted.Admitted = true
+	s.figures.Store(st.Key, &admitted)
 	return true, ""
 }
 

@@ -112,7 +112,7 @@ func (c *Controller) phaseCounts(snap *queue.Snapshot) map[string]map[v1alpha1.P
 		}
 		phase := podgroup.PhaseOf(&st, prev)
 		if phase == v1alpha1.PodGroupInqueue {
-			if g := snap.Gangs[st.Key]; g == nil || !g.Admitted {
+			if g := snap.Gang(st.Key); g == nil || !g.Admitted {
 				phase = v1alpha1.PodGroupPending
 			}
 		}

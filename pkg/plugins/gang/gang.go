@@ -91,6 +91,7 @@ func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if !ok {
 		return nil
 	}
+	pl.manager.Observe(pod)
 	s := pl.manager.Status(key)
 	if s.Invalid != "" {
 		klog.FromContext(ctx).V(5).Info("Gang not valid yet", "pod", klog.KObj(pod), "gang", key, "reason", s.Invalid)

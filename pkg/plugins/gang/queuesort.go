@@ -64,7 +64,7 @@ func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
 	if snap == nil {
 		return false, false
 	}
-	ga, gb := snap.Gangs[ka], snap.Gangs[kb]
+	ga, gb := snap.Gang(ka), snap.Gang(kb)
 	if ga == nil || gb == nil {
 		return false, false
 	}

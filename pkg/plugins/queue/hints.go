@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	resourcehelper "k8s.io/component-helpers/resource"
+
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
@@ -14,7 +15,9 @@ import (
 const queues fwk.EventResource = "queues.v1alpha1.scheduling.muster.dev"
 
 // EventsToRegister: a queue changed (opened, capacity raised, weights),
-// room freed by a pod leaving, a node added.
+// room freed by a pod leaving, a node added. (A new pod of the same queue
+// needs no event: the scheduler does not publish unscheduled pods' adds,
+// and each pod counts itself in its queue's request at PreEnqueue.)
 func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: queues, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: queueSpecChanged},

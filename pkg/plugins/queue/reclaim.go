@@ -54,7 +54,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable) // being placed: nothing to reclaim for
 	}
 	snap := pl.state.Refresh()
-	g := snap.Gangs[key]
+	g := snap.Gang(key)
 	if g == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
@@ -95,31 +95,31 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 // they are preferred.
 func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, preemptOnly bool) []unit {
 	var extras, wholes, lower []unit
-	for key, g := range snap.Gangs {
+	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
 		if key == preemptor || g.Allocated == nil {
-			continue
+			return true
 		}
 		sameQueue := g.Queue == preemptorQueue
 		if preemptOnly && !sameQueue {
-			continue
+			return true
 		}
 		f := snap.Queues[g.Queue]
 		if f == nil {
-			continue
+			return true
 		}
 		if !sameQueue && (!f.Reclaimable || !overDeserved(f, need)) {
-			continue
+			return true
 		}
 		bound := pl.gangs.BoundMembers(key)
 		if len(bound) == 0 || !evictable(bound, pl.pdbs) {
-			continue
+			return true
 		}
 		if sameQueue {
 			if corev1helpers.PodPriority(bound[0]) >= priority {
-				continue
+				return true
 			}
 			lower = append(lower, wholeUnit(key, g.Queue, bound))
-			continue
+			return true
 		}
 		// Members already being deleted are not counted: taking "extras"
 		// must never leave the gang below its minimum.
@@ -128,7 +128,8 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 			extras = append(extras, unit{gang: key, queue: g.Queue, pods: bound[i : i+1], usage: queue.FromList(podRequests(bound[i]))})
 		}
 		wholes = append(wholes, wholeUnit(key, g.Queue, bound))
-	}
+		return true
+	})
 	// Fewest pods first among whole gangs; stable for equal sizes.
 	sort.SliceStable(wholes, func(i, j int) bool { return len(wholes[i].pods) < len(wholes[j].pods) })
 	sort.SliceStable(lower, func(i, j int) bool { return len(lower[i].pods) < len(lower[j].pods) })
