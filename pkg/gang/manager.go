@@ -158,12 +158,25 @@ func (m *Manager) OnValid(f func(Key, []*v1.Pod)) {
 }
 
 func (m *Manager) notify(key Key) {
+	m.notifyChange(key)
+	m.checkValid(key)
+}
+
+// notifyChange tells the change listeners; they take no scheduler locks.
+func (m *Manager) notifyChange(key Key) {
 	m.listenersMu.Lock()
-	ls, vs := m.listeners, m.onValid
+	ls := m.listeners
 	m.listenersMu.Unlock()
 	for _, f := range ls {
 		f(key)
 	}
+}
+
+// checkValid tells the OnValid listeners when the gang became valid.
+func (m *Manager) checkValid(key Key) {
+	m.listenersMu.Lock()
+	vs := m.onValid
+	m.listenersMu.Unlock()
 	if len(vs) == 0 {
 		return
 	}
@@ -213,11 +226,14 @@ func (m *Manager) ClusterChanged() {
 // it is checked. The Manager's informer delivers the same or newer
 // versions after.
 //
-// Listeners are told on another goroutine: the scheduling queue calls
-// PreEnqueue with its lock held, and a listener may activate pods in it.
+// Change listeners are told at once (the queue accounting must count the
+// pod before it is checked); OnValid listeners on another goroutine: the
+// scheduling queue calls PreEnqueue with its lock held, and they activate
+// pods in it.
 func (m *Manager) Observe(pod *v1.Pod) {
 	if key, ok := m.upsert(pod); ok {
-		go m.notify(key)
+		m.notifyChange(key)
+		go m.checkValid(key)
 	}
 }
 
@@ -517,6 +533,19 @@ func (m *Manager) BoundMembers(key Key) []*v1.Pod {
 		return out[i].Name > out[j].Name
 	})
 	return out
+}
+
+// HasMember reports whether the gang state still counts pod uid in the
+// gang.
+func (m *Manager) HasMember(key Key, uid types.UID) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return false
+	}
+	_, ok := g.members[uid]
+	return ok
 }
 
 // PendingMembers returns the live members that are neither bound nor

@@ -41,10 +41,11 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	} else if hasPlan {
 		return nil, waitForPlan(state, key)
 	}
-	if msg, failed := pl.manager.FailedThisEpoch(key); failed {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, msg))
-	}
-
+	// Every member plans afresh on its own cycle's snapshot. (Rejecting
+	// siblings with the last failure until the cluster changed saved
+	// trials, but left siblings that were waiting in the active queue when
+	// room was freed rejected on stale grounds, with no event left to
+	// retry them.)
 	members := gang.PickMembers(pod, pl.manager.PendingMembers(key), &s)
 	plan, msg, err := pl.placer.Place(ctx, members, nil, s.Placed, s.Spec.MinMember)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -46,12 +45,11 @@ type Plugin struct {
 	recorder events.EventRecorder
 	// pdbs reports whether a disruption budget protects a pod now.
 	pdbs func(*v1.Pod) bool
-	pods corelisters.PodLister
 
 	mu sync.Mutex
 	// evicted holds, per gang, the victims evicted for it that may still
 	// be terminating.
-	evicted map[gang.Key][]*v1.Pod
+	evicted map[gang.Key][]victim
 }
 
 var (
@@ -99,8 +97,7 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 		name: name, gangs: b.Gangs, state: s,
 		placer:   &placement.Placer{Handle: h, Framework: fw},
 		client:   h.ClientSet(),
-		pods:     h.SharedInformerFactory().Core().V1().Pods().Lister(),
-		evicted:  map[gang.Key][]*v1.Pod{},
+		evicted:  map[gang.Key][]victim{},
 		recorder: b.Recorder(),
 		pdbs: pdbBlocks(func(ns string) ([]pdb, error) {
 			list, err := pdbLister.PodDisruptionBudgets(ns).List(labels.Everything())

@@ -309,24 +309,33 @@ type pdb struct {
 
 // recordEvictions remembers the victims evicted for a gang until they are
 // gone, so that its other members do not reclaim again for the same room
-// before the scheduler has seen it freed.
+// before the accounting has seen it freed.
 func (pl *Plugin) recordEvictions(preemptor gang.Key, units []unit) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	var victims []*v1.Pod
+	var victims []victim
 	for _, u := range units {
-		victims = append(victims, u.pods...)
+		for _, p := range u.pods {
+			victims = append(victims, victim{gang: u.gang, uid: p.UID})
+		}
 	}
 	pl.evicted[preemptor] = victims
 }
 
-// terminating counts the gang's victims that still exist.
+// victim is an evicted pod, by gang and UID.
+type victim struct {
+	gang gang.Key
+	uid  types.UID
+}
+
+// terminating counts the gang's victims the gang state still counts: the
+// queue accounting, which reclaim decides on, comes from it.
 func (pl *Plugin) terminating(preemptor gang.Key) int {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	n := 0
 	for _, v := range pl.evicted[preemptor] {
-		if p, err := pl.pods.Pods(v.Namespace).Get(v.Name); err == nil && p.UID == v.UID {
+		if pl.gangs.HasMember(v.gang, v.uid) {
 			n++
 		}
 	}
