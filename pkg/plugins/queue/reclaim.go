@@ -316,26 +316,29 @@ func (pl *Plugin) recordEvictions(preemptor gang.Key, units []unit) {
 	var victims []victim
 	for _, u := range units {
 		for _, p := range u.pods {
-			victims = append(victims, victim{gang: u.gang, uid: p.UID})
+			victims = append(victims, victim{gang: u.gang, uid: p.UID, node: p.Spec.NodeName})
 		}
 	}
 	pl.evicted[preemptor] = victims
 }
 
-// victim is an evicted pod, by gang and UID.
+// victim is an evicted pod, by gang, UID and node.
 type victim struct {
 	gang gang.Key
 	uid  types.UID
+	node string
 }
 
-// terminating counts the gang's victims the gang state still counts: the
-// queue accounting, which reclaim decides on, comes from it.
+// terminating counts the gang's victims still seen by the gang state (the
+// queue accounting comes from it) or by this cycle's snapshot (the trial
+// placement does): until both have let go, reclaiming again would evict
+// for room already freed.
 func (pl *Plugin) terminating(preemptor gang.Key) int {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	n := 0
 	for _, v := range pl.evicted[preemptor] {
-		if pl.gangs.HasMember(v.gang, v.uid) {
+		if pl.gangs.HasMember(v.gang, v.uid) || pl.onNode(v.node, v.uid) {
 			n++
 		}
 	}
@@ -343,4 +346,18 @@ func (pl *Plugin) terminating(preemptor gang.Key) int {
 		delete(pl.evicted, preemptor)
 	}
 	return n
+}
+
+// onNode reports whether this cycle's snapshot still has pod uid on node.
+func (pl *Plugin) onNode(node string, uid types.UID) bool {
+	n, err := pl.placer.Handle.SnapshotSharedLister().NodeInfos().Get(node)
+	if err != nil {
+		return false
+	}
+	for _, p := range n.GetPods() {
+		if p.GetPod().UID == uid {
+			return true
+		}
+	}
+	return false
 }
