@@ -30,6 +30,26 @@ func (e *env) gangOf(name, queue string, min int32, n int, cpu string, mutate fu
 	return out
 }
 
+// fillQueueA starts the scheduler and fills the 40-cpu cluster with queue
+// qa's work: four gangs of minMember 4, then one more member each once they
+// run. (Extras that arrive while their gang is being placed can be left
+// parked: a known bug, see issue 3.)
+func (e *env) fillQueueA(t *testing.T) []string {
+	var a []string
+	for i := range 4 {
+		a = append(a, e.gangOf(fmt.Sprintf("a%d", i), "qa", 4, 4, "2", nil)...)
+	}
+	e.startScheduler(gangConfig(t))
+	e.waitBound(a...)
+	for i := range 4 {
+		name := fmt.Sprintf("a%d-4", i)
+		e.create(e.member(name, "2", map[string]string{v1alpha1.LabelPodGroup: fmt.Sprintf("a%d", i), v1alpha1.LabelQueue: "qa"}))
+		a = append(a, name)
+	}
+	e.waitBound(a...)
+	return a
+}
+
 // podNames lists the case's pods that exist and are not being deleted.
 func (e *env) podNames() map[string]bool {
 	pods, err := cluster.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
@@ -54,21 +74,7 @@ func TestReclaim(t *testing.T) {
 	e.nodes("n", 4, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
 	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
 	e.queue("qb", v1alpha1.QueueSpec{Weight: 1})
-	// qa fills the cluster: four gangs of minMember 4, then one more
-	// member each once they run. (Extras that arrive while their gang is
-	// being placed can be left parked: a known bug, see issue 3.)
-	var a []string
-	for i := range 4 {
-		a = append(a, e.gangOf(fmt.Sprintf("a%d", i), "qa", 4, 4, "2", nil)...)
-	}
-	e.startScheduler(gangConfig(t))
-	e.waitBound(a...)
-	for i := range 4 {
-		name := fmt.Sprintf("a%d-4", i)
-		e.create(e.member(name, "2", map[string]string{v1alpha1.LabelPodGroup: fmt.Sprintf("a%d", i), v1alpha1.LabelQueue: "qa"}))
-		a = append(a, name)
-	}
-	e.waitBound(a...)
+	a := e.fillQueueA(t)
 
 	b := e.gangOf("b", "qb", 4, 4, "2", nil)
 	e.waitBoundWithin(10*time.Second, b...)
@@ -109,21 +115,7 @@ func TestReclaimEvictsNothingForAGangThatCannotFit(t *testing.T) {
 	e.nodes("n", 4, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
 	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
 	e.queue("qb", v1alpha1.QueueSpec{Weight: 1})
-	// qa fills the cluster: four gangs of minMember 4, then one more
-	// member each once they run. (Extras that arrive while their gang is
-	// being placed can be left parked: a known bug, see issue 3.)
-	var a []string
-	for i := range 4 {
-		a = append(a, e.gangOf(fmt.Sprintf("a%d", i), "qa", 4, 4, "2", nil)...)
-	}
-	e.startScheduler(gangConfig(t))
-	e.waitBound(a...)
-	for i := range 4 {
-		name := fmt.Sprintf("a%d-4", i)
-		e.create(e.member(name, "2", map[string]string{v1alpha1.LabelPodGroup: fmt.Sprintf("a%d", i), v1alpha1.LabelQueue: "qa"}))
-		a = append(a, name)
-	}
-	e.waitBound(a...)
+	a := e.fillQueueA(t)
 	b := e.gangOf("b", "qb", 4, 4, "2", func(p *v1.Pod) {
 		p.Spec.NodeSelector = map[string]string{"zone": "nowhere"}
 	})
