@@ -104,9 +104,13 @@ func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues mus
 		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, managedBound: Vector{},
 	}
 	gangs.OnChange(s.markDirty)
+	// Gangs known before the listener was registered; the listener may
+	// already be running, so under the lock.
+	s.mu.Lock()
 	for _, k := range gangs.Keys() {
 		s.dirty[k] = true
 	}
+	s.mu.Unlock()
 	s.Refresh()
 	return s, nil
 }
