@@ -449,6 +449,15 @@ func (m *Manager) PlannedNode(key Key, uid types.UID, now time.Time) (node strin
 	return node, planned, true
 }
 
+// Placing reports whether the gang is being placed: it has a live plan
+// whose members are not all reserved yet.
+func (m *Manager) Placing(key Key, now time.Time) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	return g != nil && g.plan != nil && now.Sub(g.plan.Created) <= PlanTTL
+}
+
 // SetPlan records where the gang's pending members go.
 func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
 	m.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,34 @@ import (
 type Placer struct {
 	Handle    framework.Handle
 	Framework framework.Framework
+	// next is where the next search for feasible nodes starts, so that
+	// successive searches spread over the cluster as kube-scheduler's do.
+	next atomic.Uint64
+}
+
+// As kube-scheduler (schedule_one.go): a search for feasible nodes stops
+// once it found this many of a large cluster.
+const (
+	minFeasibleNodesToFind           = 100
+	minFeasibleNodesPercentageToFind = 5
+)
+
+// numFeasibleNodesToFind is kube-scheduler's rule: the profile's
+// percentageOfNodesToScore, else the adaptive default. (The global
+// percentageOfNodesToScore of the configuration is not visible to plugins;
+// set it per profile to change what trial placements search.)
+func (pl *Placer) numFeasibleNodesToFind(all int) int {
+	if all < minFeasibleNodesToFind {
+		return all
+	}
+	var percentage int
+	if p := pl.Framework.PercentageOfNodesToScore(); p != nil {
+		percentage = int(*p)
+	}
+	if percentage == 0 {
+		percentage = max(50-all/125, minFeasibleNodesPercentageToFind)
+	}
+	return max(all*percentage/100, minFeasibleNodesToFind)
 }
 
 // Removal is a pod taken off its node before placing (a victim).
@@ -123,20 +152,41 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 	return plan, "", nil
 }
 
-// feasibleNodes runs the filters for member on every node (with the planned
-// members added), in parallel, and counts the reasons of rejections.
+// feasibleNodes runs the filters for member (with the planned members
+// added), in parallel, until it found as many feasible nodes as
+// kube-scheduler would look for, starting where the last search stopped;
+// it counts the reasons of rejections. Only when too few nodes fit does it
+// visit them all, so a member that fits anywhere is found.
 func (pl *Placer) feasibleNodes(ctx context.Context, state fwk.CycleState, member *v1.Pod, nodes []fwk.NodeInfo, overlay map[string]fwk.NodeInfo) ([]fwk.NodeInfo, map[string]int) {
-	fits := make([]fwk.NodeInfo, len(nodes))
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	want := int32(pl.numFeasibleNodesToFind(len(nodes)))
+	fits := make([]fwk.NodeInfo, want)
+	var found, visited atomic.Int32
 	var mu sync.Mutex
 	reasons := map[string]int{}
-	pl.Handle.Parallelizer().Until(ctx, len(nodes), func(i int) {
-		n := nodes[i]
+	start := int(pl.next.Load() % uint64(len(nodes)))
+	searchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	pl.Handle.Parallelizer().Until(searchCtx, len(nodes), func(i int) {
+		n := nodes[(start+i)%len(nodes)]
 		if o, ok := overlay[n.Node().Name]; ok {
 			n = o
 		}
-		s := pl.Framework.RunFilterPluginsWithNominatedPods(ctx, state, member, n)
+		s := pl.Framework.RunFilterPluginsWithNominatedPods(searchCtx, state, member, n)
+		visited.Add(1)
 		if s.IsSuccess() {
-			fits[i] = n
+			k := found.Add(1)
+			if k > want {
+				stop()
+				found.Add(-1)
+				return
+			}
+			fits[k-1] = n
+			if k == want {
+				stop()
+			}
 			return
 		}
 		mu.Lock()
@@ -145,13 +195,8 @@ func (pl *Placer) feasibleNodes(ctx context.Context, state fwk.CycleState, membe
 		}
 		mu.Unlock()
 	}, "MusterPlacement")
-	var out []fwk.NodeInfo
-	for _, n := range fits {
-		if n != nil {
-			out = append(out, n)
-		}
-	}
-	return out, reasons
+	pl.next.Add(uint64(visited.Load()))
+	return fits[:found.Load()], reasons
 }
 
 // bestNode scores the feasible nodes with the profile's score plugins and

@@ -73,7 +73,9 @@ type Gang struct {
 	Allocated    Vector
 	Admitted     bool
 	Ready        bool
-	// DominantShare is max over resources of allocated/total (DRF).
+	// DominantShare is max over resources of bound/total (DRF): what the
+	// gang holds, not what it is being given while it is placed, so that
+	// the order of a gang does not change under its members' feet.
 	DominantShare float64
 }
 
@@ -191,7 +193,7 @@ func (s *State) refreshGang(key gang.Key) {
 	s.contrib[key] = c
 	s.apply(c, 1)
 	if last := s.last.Load(); last != nil {
-		g.DominantShare = dominantShare(g.Allocated, last.Total)
+		g.DominantShare = dominantShare(c.bound, last.Total)
 	}
 	s.figures.Store(key, g)
 }

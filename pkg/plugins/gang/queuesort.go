@@ -21,6 +21,11 @@ func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	if pa != pb {
 		return pa > pb
 	}
+	// A gang being placed goes first: its plan holds for the snapshot it
+	// was made on, and each pod placed in between can spoil it.
+	if ga, gb := pl.placing(a), pl.placing(b); ga != gb {
+		return ga
+	}
 	if less, decided := pl.queueOrder(a, b); decided {
 		return less
 	}
@@ -33,6 +38,11 @@ func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 		return ka < kb
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
+}
+
+func (pl *Gang) placing(q fwk.QueuedPodInfo) bool {
+	key, ok := keyOf(q.GetPodInfo().GetPod())
+	return ok && pl.manager.Placing(key, pl.now())
 }
 
 // orderKey is the time and gang key a pod is ordered by.
