@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -66,7 +67,14 @@ type group struct {
 	note string
 	// created is the earliest creation time of any member.
 	created time.Time
+	// status caches the gang's Status; every change of what it is computed
+	// from (members, reservations, failure, note, PodGroup) clears it, with
+	// m.mu held for writing. Readers holding m.mu for reading may fill it.
+	status atomic.Pointer[Status]
 }
+
+// changed drops the cached status. m.mu held for writing.
+func (g *group) changed() { g.status.Store(nil) }
 
 // Plan is where a gang's pending members go: decided for the whole gang on
 // one snapshot before any of them reserves.
@@ -203,7 +211,13 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 			obj = d.Obj
 		}
 		if o, ok := obj.(metav1.Object); ok {
-			m.notify(Key{family, o.GetNamespace(), o.GetName()})
+			key := Key{family, o.GetNamespace(), o.GetName()}
+			m.mu.Lock()
+			if g := m.groups[key]; g != nil {
+				g.changed()
+			}
+			m.mu.Unlock()
+			m.notify(key)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -258,6 +272,7 @@ func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
 	}
 	m.mu.Lock()
 	g := m.groupLocked(key)
+	g.changed()
 	g.members[pod.UID] = pod
 	g.requests[pod.UID] = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	if pod.Spec.NodeName != "" {
@@ -286,6 +301,7 @@ func (m *Manager) deletePod(obj any) {
 		if _, ok := g.members[pod.UID]; !ok {
 			continue
 		}
+		g.changed()
 		delete(g.members, pod.UID)
 		delete(g.reserved, pod.UID)
 		delete(g.requests, pod.UID)
@@ -321,11 +337,23 @@ func (m *Manager) Status(key Key) Status {
 	return m.statusLocked(key)
 }
 
+// statusLocked returns the gang's status, from the cache when it is fresh.
+// Its maps and lists are shared by every caller: read only. m.mu held, for
+// reading at least.
 func (m *Manager) statusLocked(key Key) Status {
 	g := m.groups[key]
 	if g == nil {
-		g = &group{}
+		return m.computeStatusLocked(key, &group{})
 	}
+	if s := g.status.Load(); s != nil {
+		return *s
+	}
+	s := m.computeStatusLocked(key, g)
+	g.status.Store(&s)
+	return s
+}
+
+func (m *Manager) computeStatusLocked(key Key, g *group) Status {
 	var live []*v1.Pod
 	for _, p := range g.members {
 		if p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil {
@@ -404,6 +432,7 @@ func (m *Manager) CreationTime(key Key) time.Time {
 func (m *Manager) Reserve(key Key, uid types.UID, node string) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
+	g.changed()
 	g.reserved[uid] = node
 	ready := g.plan != nil && planUsedUp(g)
 	if ready {
@@ -429,6 +458,7 @@ func planUsedUp(g *group) bool {
 func (m *Manager) Unreserve(key Key, uid types.UID) {
 	m.mu.Lock()
 	if g := m.groups[key]; g != nil {
+		g.changed()
 		delete(g.reserved, uid)
 		g.plan = nil
 	}
@@ -462,6 +492,7 @@ func (m *Manager) Placing(key Key, now time.Time) bool {
 func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
+	g.changed()
 	g.plan = &Plan{Nodes: nodes, Created: now}
 	g.failure = failure{}
 	g.note = ""
@@ -483,6 +514,7 @@ func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	changed := g.failure.message != message
+	g.changed()
 	g.failure = failure{epoch: m.epoch, message: message, at: now}
 	g.plan = nil
 	m.mu.Unlock()
@@ -498,6 +530,7 @@ func (m *Manager) SetWaiting(key Key, why string) {
 	g := m.groups[key]
 	changed := g != nil && g.note != why
 	if changed {
+		g.changed()
 		g.note = why
 		if why != "" {
 			g.failure = failure{}

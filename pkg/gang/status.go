@@ -11,6 +11,7 @@ import (
 // Status is a consistent view of one gang: its spec and where its members
 // are. Counting members: placed = bound, or reserved by this scheduler and
 // not yet seen bound; scheduled = bound (running and finished included).
+// The Manager caches it: its maps and resource lists are shared, read only.
 type Status struct {
 	Key  Key
 	Spec Spec
