@@ -54,11 +54,31 @@ type ControlPlane struct {
 	runner *runner
 }
 
+// Options shape a control plane beyond the defaults of Start.
+type Options struct {
+	// CRDs are files of CustomResourceDefinitions (e.g. scheduler-plugins'
+	// PodGroup) installed after Muster's own.
+	CRDs []fs.FS
+	// RBAC turns on the RBAC authorizer. By default the apiserver allows
+	// every authenticated request; with RBAC, a client other than the
+	// superuser (Config) may do only what its roles grant, as in a cluster.
+	RBAC bool
+}
+
 // Start brings up etcd and kube-apiserver, installs the CRDs in extraCRDs
 // (files of CustomResourceDefinitions, e.g. scheduler-plugins' PodGroup)
 // after Muster's own, and waits until they are served. Stop releases
 // everything.
 func Start(ctx context.Context, extraCRDs ...fs.FS) (*ControlPlane, error) {
+	return StartWithOptions(ctx, Options{CRDs: extraCRDs})
+}
+
+// StartWithOptions is Start with Options.
+func StartWithOptions(ctx context.Context, o Options) (*ControlPlane, error) {
+	flags := append([]string(nil), apiserverFlags...)
+	if o.RBAC {
+		flags = append(flags, "--authorization-mode=RBAC")
+	}
 	r := &runner{name: "controlplane"}
 	cp := &ControlPlane{runner: r}
 	err := r.run(func() {
@@ -69,7 +89,7 @@ func Start(ctx context.Context, extraCRDs ...fs.FS) (*ControlPlane, error) {
 		storage := storagebackend.NewDefaultConfig(path.Join(uuid.New().String(), "registry"), nil)
 		storage.Transport.ServerList = []string{etcdURL}
 		opts := apiservertesting.NewDefaultTestServerOptions()
-		server, err := apiservertesting.StartTestServer(r, opts, apiserverFlags, storage)
+		server, err := apiservertesting.StartTestServer(r, opts, flags, storage)
 		if err != nil {
 			r.Fatal(err)
 		}
@@ -89,7 +109,7 @@ func Start(ctx context.Context, extraCRDs ...fs.FS) (*ControlPlane, error) {
 		cp.Stop()
 		return nil, err
 	}
-	if err := cp.InstallCRDs(ctx, append([]fs.FS{crds.FS}, extraCRDs...)...); err != nil {
+	if err := cp.InstallCRDs(ctx, append([]fs.FS{crds.FS}, o.CRDs...)...); err != nil {
 		cp.Stop()
 		return nil, err
 	}
