@@ -32,6 +32,10 @@ rm -f manifests/crds/*.yaml
 # may hold; unbounded, the apiserver refuses the rules. controller-gen has no
 # marker for the values of a map, hence this edit.
 sed -i 's/^\( *\)\(pattern: ^(\\+|-)?\)/\1maxLength: 64\n\1\2/' manifests/crds/*.yaml
+# The Helm chart ships the same CRDs: a chart's crds/ cannot point elsewhere.
+rm -f manifests/charts/muster/crds/*.yaml
+cp manifests/crds/*.yaml manifests/charts/muster/crds/
+cp manifests/scheduler-plugins/scheduling.x-k8s.io_podgroups.yaml manifests/charts/muster/files/
 
 # Typed clientset, listers and informers.
 kube::codegen::gen_client \
