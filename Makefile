@@ -9,6 +9,8 @@ export GOBIN := $(BIN)
 # Pinned tool versions; each is installed into ./bin with `go install`.
 CONTROLLER_GEN_VERSION := v0.19.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+HELM_VERSION := v3.19.0
+HELM := $(BIN)/helm-$(HELM_VERSION)
 
 GO_TEST_FLAGS ?=
 # Integration suites start one in-process control plane per test binary.
@@ -27,8 +29,8 @@ test-unit:
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration:
-	go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
+test-integration: $(HELM)
+	HELM=$(HELM) go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
 
 .PHONY: bench
 bench: ## Go benchmarks of the plugins, then the standard scenario suite side by side (tables; pictures and JSON in _output/bench).
@@ -50,6 +52,17 @@ verify: $(CONTROLLER_GEN) ## Fail if generated code is stale, code is unformatte
 $(CONTROLLER_GEN):
 	go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/controller-gen $@
+
+# helm is installed outside the module (go.mod is not touched); bin/helm
+# points at the pinned version.
+$(HELM):
+	rm -f $(BIN)/helm
+	go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/helm $@
+	ln -sf $(notdir $@) $(BIN)/helm
+
+.PHONY: helm
+helm: $(HELM) ## Install the pinned helm into ./bin.
 
 .PHONY: clean
 clean:
