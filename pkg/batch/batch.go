@@ -92,18 +92,30 @@ func For(ctx context.Context, h framework.Handle) (*Batch, error) {
 }
 
 // QueueStarted is called when the scheduling queue first consults a plugin
-// (PreEnqueue). From then on, a gang that becomes valid has its pending
-// members activated: the queue may have checked them against an older view
-// of the gang and parked them. Before, there is no queue to activate pods
-// in (the framework's pod activator is wired after the plugins are built).
-func (b *Batch) QueueStarted(logger klog.Logger) {
+// (PreEnqueue). From then on, a gang that becomes valid or ready has its
+// pending members activated: the queue may have checked them against an
+// older view of the gang and parked them. Before, there is no queue to
+// activate pods in (the framework's pod activator is wired after the
+// plugins are built).
+//
+// With queues on, the first call also waits (a few milliseconds, at most
+// 10 s) until the accounting has every node: QueueSort orders pods by
+// shares of the cluster, and the queue orders each pod once, when it is
+// added.
+func (b *Batch) QueueStarted(ctx context.Context) {
 	b.activation.Do(func() {
-		b.Gangs.OnValid(func(key gang.Key, pending []*v1.Pod) {
+		logger := klog.FromContext(ctx)
+		if qs := b.Queues(); qs != nil {
+			waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			qs.WaitForNodes(waitCtx)
+			cancel()
+		}
+		b.Gangs.OnWake(func(key gang.Key, pending []*v1.Pod) {
 			pods := make(map[string]*v1.Pod, len(pending))
 			for _, p := range pending {
 				pods[p.Namespace+"/"+p.Name] = p
 			}
-			logger.V(4).Info("Gang became valid: activating its members", "gang", key, "members", len(pods))
+			logger.V(4).Info("Gang became valid or ready: activating its pending members", "gang", key, "members", len(pods))
 			b.handle.Activate(logger, pods)
 		})
 	})

@@ -48,7 +48,7 @@ type Manager struct {
 	spLister    splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
 	listenersMu sync.Mutex
 	listeners   []func(Key)
-	onValid     []func(Key, []*v1.Pod)
+	onWake      []func(Key, []*v1.Pod)
 	// valid remembers which gangs were valid when last looked at, to tell
 	// when one becomes valid.
 	valid map[Key]bool
@@ -71,10 +71,16 @@ type group struct {
 	// from (members, reservations, failure, note, PodGroup) clears it, with
 	// m.mu held for writing. Readers holding m.mu for reading may fill it.
 	status atomic.Pointer[Status]
+	// ranks caches each pending member's index in PendingMembers' order;
+	// cleared with status.
+	ranks atomic.Pointer[map[types.UID]int]
 }
 
-// changed drops the cached status. m.mu held for writing.
-func (g *group) changed() { g.status.Store(nil) }
+// changed drops the cached status and ranks. m.mu held for writing.
+func (g *group) changed() {
+	g.status.Store(nil)
+	g.ranks.Store(nil)
+}
 
 // Plan is where a gang's pending members go: decided for the whole gang on
 // one snapshot before any of them reserves.
@@ -156,13 +162,31 @@ func (m *Manager) OnChange(f func(Key)) {
 	m.listeners = append(m.listeners, f)
 }
 
-// OnValid registers f to be called when a gang becomes valid, with its
-// pending members: the scheduler may have checked them against an older
-// view of the gang and parked them.
-func (m *Manager) OnValid(f func(Key, []*v1.Pod)) {
+// OnWake registers f to be called, with the gang's pending members, when
+// a gang becomes valid or ready: the scheduler may have checked those
+// members against an older view of the gang and parked them (too few
+// members then; extras waiting for the members planned before them).
+func (m *Manager) OnWake(f func(Key, []*v1.Pod)) {
 	m.listenersMu.Lock()
 	defer m.listenersMu.Unlock()
-	m.onValid = append(m.onValid, f)
+	m.onWake = append(m.onWake, f)
+}
+
+// wake tells the OnWake listeners about the gang's pending members.
+func (m *Manager) wake(key Key) {
+	m.listenersMu.Lock()
+	ws := m.onWake
+	m.listenersMu.Unlock()
+	if len(ws) == 0 {
+		return
+	}
+	pending := m.PendingMembers(key)
+	if len(pending) == 0 {
+		return
+	}
+	for _, f := range ws {
+		f(key, pending)
+	}
 }
 
 func (m *Manager) notify(key Key) {
@@ -180,12 +204,12 @@ func (m *Manager) notifyChange(key Key) {
 	}
 }
 
-// checkValid tells the OnValid listeners when the gang became valid.
+// checkValid wakes the gang's pending members when it became valid.
 func (m *Manager) checkValid(key Key) {
 	m.listenersMu.Lock()
-	vs := m.onValid
+	n := len(m.onWake)
 	m.listenersMu.Unlock()
-	if len(vs) == 0 {
+	if n == 0 {
 		return
 	}
 	m.mu.Lock()
@@ -198,10 +222,7 @@ func (m *Manager) checkValid(key Key) {
 	}
 	m.mu.Unlock()
 	if became {
-		pending := m.PendingMembers(key)
-		for _, f := range vs {
-			f(key, pending)
-		}
+		m.wake(key)
 	}
 }
 
@@ -241,7 +262,7 @@ func (m *Manager) ClusterChanged() {
 // versions after.
 //
 // Change listeners are told at once (the queue accounting must count the
-// pod before it is checked); OnValid listeners on another goroutine: the
+// pod before it is checked); OnWake listeners on another goroutine: the
 // scheduling queue calls PreEnqueue with its lock held, and they activate
 // pods in it.
 func (m *Manager) Observe(pod *v1.Pod) {
@@ -272,6 +293,11 @@ func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
 	}
 	m.mu.Lock()
 	g := m.groupLocked(key)
+	if old, ok := g.members[pod.UID]; ok && old.ResourceVersion == pod.ResourceVersion && pod.ResourceVersion != "" {
+		// The same version again (Observe, then the informer).
+		m.mu.Unlock()
+		return key, true
+	}
 	g.changed()
 	g.members[pod.UID] = pod
 	g.requests[pod.UID] = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
@@ -440,6 +466,13 @@ func (m *Manager) Reserve(key Key, uid types.UID, node string) {
 	}
 	m.mu.Unlock()
 	m.notify(key)
+	if ready {
+		// Extras that arrived while the plan was carried out were parked
+		// behind it; they schedule one by one now. Not on this goroutine:
+		// Reserve runs in a scheduling cycle, and waking takes the
+		// scheduling queue's lock.
+		go m.wake(key)
+	}
 }
 
 func planUsedUp(g *group) bool {
@@ -599,6 +632,10 @@ func (m *Manager) PendingMembers(key Key) []*v1.Pod {
 	if g == nil {
 		return nil
 	}
+	return g.pendingLocked()
+}
+
+func (g *group) pendingLocked() []*v1.Pod {
 	var out []*v1.Pod
 	for uid, p := range g.members {
 		if _, reserved := g.reserved[uid]; reserved || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodFailed || p.Status.Phase == v1.PodSucceeded {
@@ -613,6 +650,46 @@ func (m *Manager) PendingMembers(key Key) []*v1.Pod {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// Position is where a pending member stands in its gang, for ordering the
+// scheduling queue by projected shares.
+type Position struct {
+	// Rank is the member's index among the pending members, oldest first.
+	Rank int
+	// Need is how many members are still to be placed before the gang is
+	// ready: minMember − placed, at least 0.
+	Need int32
+	// Allocated sums the requests of the members placed and not finished;
+	// Requests are the member's own. Shared: read only.
+	Allocated, Requests v1.ResourceList
+}
+
+// Position returns where pending member uid stands in its gang; false when
+// the gang state does not know it as pending.
+func (m *Manager) Position(key Key, uid types.UID) (Position, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return Position{}, false
+	}
+	ranks := g.ranks.Load()
+	if ranks == nil {
+		pending := g.pendingLocked()
+		r := make(map[types.UID]int, len(pending))
+		for i, p := range pending {
+			r[p.UID] = i
+		}
+		ranks = &r
+		g.ranks.Store(ranks)
+	}
+	rank, ok := (*ranks)[uid]
+	if !ok {
+		return Position{}, false
+	}
+	s := m.statusLocked(key)
+	return Position{Rank: rank, Need: max(0, s.Spec.MinMember-s.Placed), Allocated: s.Allocated, Requests: g.requests[uid]}, true
 }
 
 // PodGroupLister lists Muster PodGroups from the Manager's informer.

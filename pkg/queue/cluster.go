@@ -1,28 +1,55 @@
 package queue
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/muster-sched/muster/pkg/gang"
 )
 
 // cluster sums, from the scheduler's own informers, the allocatable of
-// ready schedulable nodes and the requests of every bound, unfinished pod.
+// ready schedulable nodes and the requests of every bound, unfinished pod,
+// and of those in no gang and no queue (unmanaged) apart. Both sums come
+// from one informer: a pod bound a moment ago is never counted as
+// unmanaged because the gang state has not seen it yet.
 type cluster struct {
 	mu          sync.Mutex
 	nodes       map[string]Vector
-	pods        map[types.UID]Vector
+	pods        map[types.UID]boundPod
 	allocatable Vector
 	used        Vector
+	unmanaged   Vector
+	// seen holds every node the handler took in, schedulable or not.
+	seen map[string]bool
+	// latest is a copy of allocatable, read without the lock.
+	latest atomic.Pointer[Vector]
+
+	nodesSynced cache.InformerSynced
+	nodeLister  corelisters.NodeLister
+}
+
+type boundPod struct {
+	requests  Vector
+	unmanaged bool
 }
 
 func newCluster(f informers.SharedInformerFactory) (*cluster, error) {
-	c := &cluster{nodes: map[string]Vector{}, pods: map[types.UID]Vector{}, allocatable: Vector{}, used: Vector{}}
-	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c := &cluster{nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, allocatable: Vector{}, used: Vector{}, unmanaged: Vector{}, seen: map[string]bool{}}
+	c.latest.Store(&Vector{})
+	nodes := f.Core().V1().Nodes()
+	c.nodesSynced, c.nodeLister = nodes.Informer().HasSynced, nodes.Lister()
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.setNode,
 		UpdateFunc: func(_, o any) { c.setNode(o) },
 		DeleteFunc: c.deleteNode,
@@ -39,11 +66,37 @@ func newCluster(f informers.SharedInformerFactory) (*cluster, error) {
 	return c, nil
 }
 
-func (c *cluster) totals() (allocatable, used Vector) {
+func (c *cluster) totals() (allocatable, used, unmanaged Vector) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.allocatable.Clone(), c.used.Clone()
+	return c.allocatable.Clone(), c.used.Clone(), c.unmanaged.Clone()
 }
+
+// waitForNodes waits until the handler took in every node of the
+// informer's first list, or ctx ends.
+func (c *cluster) waitForNodes(ctx context.Context) {
+	_ = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		if !c.nodesSynced() {
+			return false, nil
+		}
+		nodes, err := c.nodeLister.List(labels.Everything())
+		if err != nil {
+			return false, nil
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, n := range nodes {
+			if !c.seen[n.Name] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// latestAllocatable is the allocatable of the schedulable nodes, without
+// locking. Read only.
+func (c *cluster) latestAllocatable() Vector { return *c.latest.Load() }
 
 func (c *cluster) setNode(obj any) {
 	n, ok := obj.(*v1.Node)
@@ -52,6 +105,8 @@ func (c *cluster) setNode(obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.publishLocked()
+	c.seen[n.Name] = true
 	if old, ok := c.nodes[n.Name]; ok {
 		c.allocatable.Sub(old)
 		delete(c.nodes, n.Name)
@@ -73,10 +128,17 @@ func (c *cluster) deleteNode(obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.publishLocked()
+	delete(c.seen, n.Name)
 	if old, ok := c.nodes[n.Name]; ok {
 		c.allocatable.Sub(old)
 		delete(c.nodes, n.Name)
 	}
+}
+
+func (c *cluster) publishLocked() {
+	v := c.allocatable.Clone()
+	c.latest.Store(&v)
 }
 
 func schedulable(n *v1.Node) bool {
@@ -98,14 +160,25 @@ func (c *cluster) setPod(obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.pods[p.UID]; ok {
-		c.used.Sub(old)
-		delete(c.pods, p.UID)
-	}
+	c.removePodLocked(p.UID)
 	if p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
-		v := FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
-		c.pods[p.UID] = v
-		c.used.Add(v)
+		_, managed := gang.KeyOf(p)
+		b := boundPod{requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
+		c.pods[p.UID] = b
+		c.used.Add(b.requests)
+		if b.unmanaged {
+			c.unmanaged.Add(b.requests)
+		}
+	}
+}
+
+func (c *cluster) removePodLocked(uid types.UID) {
+	if old, ok := c.pods[uid]; ok {
+		c.used.Sub(old.requests)
+		if old.unmanaged {
+			c.unmanaged.Sub(old.requests)
+		}
+		delete(c.pods, uid)
 	}
 }
 
@@ -119,8 +192,5 @@ func (c *cluster) deletePod(obj any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.pods[p.UID]; ok {
-		c.used.Sub(old)
-		delete(c.pods, p.UID)
-	}
+	c.removePodLocked(p.UID)
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -36,11 +37,10 @@ type State struct {
 	admitted map[gang.Key]bool
 	// dirty holds the gangs changed since the last refresh.
 	dirty map[gang.Key]bool
-	// contrib is each gang's last computed contribution; usage and
-	// managedBound their sums.
-	contrib      map[gang.Key]contribution
-	usage        map[string]Usage
-	managedBound Vector
+	// contrib is each gang's last computed contribution; usage their sums
+	// per queue.
+	contrib map[gang.Key]contribution
+	usage   map[string]Usage
 	// figures holds each gang's *Gang (immutable values), read without
 	// locks by QueueSort.
 	figures sync.Map
@@ -49,9 +49,9 @@ type State struct {
 
 // contribution is what one gang adds to its queue's usage.
 type contribution struct {
-	queue                     string
-	allocated, request, bound Vector
-	inqueue, elastic          Vector
+	queue              string
+	allocated, request Vector
+	inqueue, elastic   Vector
 }
 
 // Snapshot is every queue's figures at one moment. Gang figures are read
@@ -103,7 +103,7 @@ func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues mus
 	s := &State{
 		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c,
 		admitted: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
-		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, managedBound: Vector{},
+		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{},
 	}
 	gangs.OnChange(s.markDirty)
 	// Gangs known before the listener was registered; the listener may
@@ -141,7 +141,7 @@ func QueueOf(st *gang.Status) string {
 // Refresh folds the changed gangs into the queues' usage and computes a new
 // snapshot.
 func (s *State) Refresh() *Snapshot {
-	allocatable, used := s.cluster.totals()
+	allocatable, used, unmanaged := s.cluster.totals()
 	snap := &Snapshot{Policy: s.policy, Allocatable: allocatable, Used: used, state: s}
 
 	s.mu.Lock()
@@ -151,8 +151,6 @@ func (s *State) Refresh() *Snapshot {
 	}
 	clear(s.dirty)
 	snap.Total = allocatable.Clone()
-	unmanaged := used.Clone()
-	unmanaged.Sub(s.managedBound)
 	for k, n := range unmanaged {
 		if n > 0 {
 			snap.Total[k] = max(0, snap.Total[k]-n)
@@ -181,7 +179,7 @@ func (s *State) refreshGang(key gang.Key) {
 	if st.Placed > 0 {
 		delete(s.admitted, key) // placed members keep it admitted now
 	}
-	c := contribution{queue: q, allocated: g.Allocated, bound: FromList(st.Bound), inqueue: Vector{}, elastic: Vector{}}
+	c := contribution{queue: q, allocated: g.Allocated, inqueue: Vector{}, elastic: Vector{}}
 	c.request = g.Allocated.Clone()
 	c.request.Add(FromList(st.Pending))
 	if g.Admitted && !st.Started() {
@@ -193,7 +191,7 @@ func (s *State) refreshGang(key gang.Key) {
 	s.contrib[key] = c
 	s.apply(c, 1)
 	if last := s.last.Load(); last != nil {
-		g.DominantShare = dominantShare(c.bound, last.Total)
+		g.DominantShare = dominantShare(FromList(st.Bound), last.Total)
 	}
 	s.figures.Store(key, g)
 }
@@ -209,7 +207,6 @@ func (s *State) apply(c contribution, sign int64) {
 	addScaled(u.Inqueue, c.inqueue, sign)
 	addScaled(u.Elastic, c.elastic, sign)
 	s.usage[c.queue] = u
-	addScaled(s.managedBound, c.bound, sign)
 }
 
 func addScaled(sum, v Vector, sign int64) {
@@ -243,6 +240,26 @@ func positive(a, b Vector) Vector {
 		}
 	}
 	return out
+}
+
+// WaitForNodes waits, bounded by ctx, until the accounting took in every
+// node the scheduler's informer listed: shares mean nothing before.
+func (s *State) WaitForNodes(ctx context.Context) { s.cluster.waitForNodes(ctx) }
+
+// ProjectedShare is the dominant share of a gang allocated allocated once
+// n more pods of requests are placed: max over resources of
+// (allocated + n·requests)/allocatable, against the cluster's allocatable
+// as it is now (not a snapshot's), for QueueSort.
+func (s *State) ProjectedShare(allocated, requests v1.ResourceList, n int) float64 {
+	share := 0.0
+	for name, t := range s.cluster.latestAllocatable() {
+		if t <= 0 {
+			continue
+		}
+		a := quantity(name, allocated[name]) + int64(n)*quantity(name, requests[name])
+		share = math.Max(share, float64(a)/float64(t))
+	}
+	return share
 }
 
 func dominantShare(allocated, total Vector) float64 {

@@ -25,13 +25,17 @@ func FromList(l v1.ResourceList) Vector {
 		if name == v1.ResourcePods {
 			continue
 		}
-		if name == v1.ResourceCPU {
-			out[name] = q.MilliValue()
-		} else {
-			out[name] = q.Value()
-		}
+		out[name] = quantity(name, q)
 	}
 	return out
+}
+
+// quantity is q in a Vector's unit for resource name.
+func quantity(name v1.ResourceName, q resource.Quantity) int64 {
+	if name == v1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
 }
 
 // List converts back to a ResourceList.

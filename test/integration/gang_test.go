@@ -298,6 +298,21 @@ func TestGangElastic(t *testing.T) {
 	e.staysUnbound(time.Second, unbound(e.bound(), members)...)
 }
 
+// TestGangExtrasArriveWhilePlaced: members beyond minMember created right
+// after the minimum, while the gang is being placed, schedule too (they
+// wait behind the plan, then are woken when the gang is ready).
+func TestGangExtrasArriveWhilePlaced(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 3, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+	e.startScheduler(gangConfig(t))
+	var all []string
+	for g := range 6 {
+		group := fmt.Sprintf("g%d", g)
+		all = append(all, e.members(group, 4, "1", musterLabels(group, 2))...)
+	}
+	e.waitBoundWithin(10*time.Second, all...)
+}
+
 func unbound(bound map[string]string, names []string) []string {
 	var out []string
 	for _, n := range names {

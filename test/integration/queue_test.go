@@ -296,3 +296,57 @@ func TestQueueFiguresSurviveRestart(t *testing.T) {
 	}
 	t.Logf("figures: %v", after)
 }
+
+// TestDRF: two jobs in one queue, one cpu-heavy and one memory-heavy, each
+// with more pods than the cluster holds, all pending when the scheduler
+// starts (the cpu-heavy job's pods created first). Dominant resource
+// fairness orders their pods by projected dominant share: they end with
+// dominant shares equal within one task, not first come, first served.
+// (One node, and tasks that divide it, so that no fragment is left that
+// only one job's task fits: the scheduler is work-conserving and gives
+// such a fragment to whichever job fits it.)
+func TestDRF(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 1, simulator.NodeShape{CPU: "32", Memory: "128Gi"})
+	e.queue("q", v1alpha1.QueueSpec{Weight: 1})
+	withMemory := func(mem string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse(mem)
+		}
+	}
+	// A task of cpu-heavy takes 2/32 of the cpu (its dominant share), one
+	// of memory-heavy 4/128 of the memory: fair is twice as many
+	// memory-heavy tasks.
+	cpuHeavy := e.gangOf("cpu-heavy", "q", 1, 20, "2", withMemory("1Gi"))
+	memHeavy := e.gangOf("mem-heavy", "q", 1, 40, "1", withMemory("4Gi"))
+	e.startScheduler(gangConfig(t))
+
+	bound := e.waitSettled(2 * time.Second)
+	a, b := count(bound, cpuHeavy), count(bound, memHeavy)
+	shareA, shareB := float64(2*a)/32, float64(4*b)/128
+	t.Logf("cpu-heavy: %d pods bound, dominant share %.3f; mem-heavy: %d pods, %.3f", a, shareA, b, shareB)
+	if 2*a+b < 31 {
+		t.Fatalf("the cluster is not full: %d of 32 cpu bound", 2*a+b)
+	}
+	if math.Abs(shareA-shareB) > 2.0/32+1e-9 {
+		t.Errorf("dominant shares differ by more than one task: cpu-heavy %.3f, mem-heavy %.3f", shareA, shareB)
+	}
+}
+
+// waitSettled waits until the case's bound pods have not changed for quiet
+// and returns them.
+func (e *env) waitSettled(quiet time.Duration) map[string]string {
+	e.t.Helper()
+	last, since := e.bound(), time.Now()
+	for time.Since(since) < quiet {
+		select {
+		case <-e.ctx.Done():
+			e.t.Fatal(e.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if now := e.bound(); len(now) != len(last) {
+			last, since = now, time.Now()
+		}
+	}
+	return last
+}

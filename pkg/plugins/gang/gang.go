@@ -86,7 +86,7 @@ func keyOf(pod *v1.Pod) (gang.Key, bool) { return gang.KeyOf(pod) }
 // PreEnqueue keeps a member out of the active queue until its gang is valid:
 // enough members exist (per role too) and its labels or PodGroup make sense.
 func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	pl.batch.QueueStarted(klog.FromContext(ctx))
+	pl.batch.QueueStarted(ctx)
 	key, ok := keyOf(pod)
 	if !ok {
 		return nil

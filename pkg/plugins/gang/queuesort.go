@@ -3,8 +3,12 @@ package gang
 import (
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/queue"
 )
 
 // Less orders the whole scheduling queue. Two pods in no gang compare
@@ -13,8 +17,8 @@ import (
 // time and key, so that the members of a gang are adjacent and placed one
 // right after another. Between gangs of equal priority, when a queue policy
 // is on: the higher queue priority, the queue least into its share, the
-// gang not yet ready, and the gang with the lowest dominant share go first.
-// Shares are read from the last accounting snapshot.
+// members a gang needs to start, and the lowest projected dominant share
+// (DRF) go first. Shares are read from the last accounting snapshot.
 func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	pa := corev1helpers.PodPriority(a.GetPodInfo().GetPod())
 	pb := corev1helpers.PodPriority(b.GetPodInfo().GetPod())
@@ -61,8 +65,9 @@ func (pl *Gang) orderKey(q fwk.QueuedPodInfo) (time.Time, string) {
 // queueOrder compares two gang members by their queues and gangs; decided
 // is false when the keys tie or either pod is in no gang.
 func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
-	ka, oka := keyOf(a.GetPodInfo().GetPod())
-	kb, okb := keyOf(b.GetPodInfo().GetPod())
+	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
+	ka, oka := keyOf(pa)
+	kb, okb := keyOf(pb)
 	if !oka || !okb || ka == kb {
 		return false, false
 	}
@@ -89,11 +94,34 @@ func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
 			}
 		}
 	}
-	if ga.Ready != gb.Ready {
-		return !ga.Ready, true
+	sa, starta := pl.projectedShare(qs, ka, pa, ga)
+	sb, startb := pl.projectedShare(qs, kb, pb, gb)
+	if starta != startb {
+		return starta, true
 	}
-	if ga.DominantShare != gb.DominantShare {
-		return ga.DominantShare < gb.DominantShare, true
+	if sa != sb {
+		return sa < sb, true
 	}
 	return false, false
+}
+
+// projectedShare is the dominant share the pod's gang will have once the
+// pod is placed (DRF), and whether the pod is one of the members the gang
+// still needs to start. A gang's starting members all stand at the share
+// it will have when ready, so they stay together; each member beyond
+// stands one more task further. The projection counts what the gang is
+// allocated plus the members ahead of the pod, so it does not move while
+// the gang's members are placed one by one — the scheduling queue orders
+// a pod once, when it is added.
+func (pl *Gang) projectedShare(qs *queue.State, key gang.Key, pod *v1.Pod, g *queue.Gang) (float64, bool) {
+	pos, ok := pl.manager.Position(key, pod.UID)
+	if !ok {
+		return g.DominantShare, !g.Ready
+	}
+	start := int32(pos.Rank) < pos.Need
+	n := pos.Rank + 1
+	if start {
+		n = int(pos.Need)
+	}
+	return qs.ProjectedShare(pos.Allocated, pos.Requests, n), start
 }

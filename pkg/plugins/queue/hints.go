@@ -10,12 +10,14 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/muster-sched/muster/pkg/gang"
 )
 
 const queues fwk.EventResource = "queues.v1alpha1.scheduling.muster.dev"
 
 // EventsToRegister: a queue changed (opened, capacity raised, weights),
-// room freed by a pod leaving, a node added. (A new pod of the same queue
+// room freed by a pod leaving or a queue's request shrinking, a node added. (A new pod of the same queue
 // needs no event: the scheduler does not publish unscheduled pods' adds,
 // and each pod counts itself in its queue's request at PreEnqueue.)
 func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
@@ -40,12 +42,18 @@ func queueSpecChanged(_ klog.Logger, _ *v1.Pod, oldObj, newObj any) (fwk.Queuein
 	return fwk.QueueSkip, nil
 }
 
+// boundPodLeft queues when a bound pod left (room freed, its queue's
+// allocation shrank) or a pending pod of some queue was deleted (its
+// queue's request shrank, so others may deserve more).
 func boundPodLeft(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	deleted, _, err := util.As[*v1.Pod](oldObj, nil)
-	if err == nil && deleted.Spec.NodeName == "" {
-		return fwk.QueueSkip, nil
+	if err != nil || deleted.Spec.NodeName != "" {
+		return fwk.Queue, nil
 	}
-	return fwk.Queue, nil
+	if _, managed := gang.KeyOf(deleted); managed {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
 }
 
 func podRequests(pod *v1.Pod) v1.ResourceList {
