@@ -83,8 +83,7 @@ func startSchedulerProcess(t *testing.T, name string, spec processSpec) *schedul
 	p := &schedulerProcess{t: t, name: name, port: port, changed: make(chan struct{}), exited: make(chan struct{})}
 	p.cmd = exec.Command(schedulerBin, args...)
 	p.cmd.Env = append(os.Environ(), spec.env...)
-	// The scheduler dies with the test binary, whatever happens to it.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	dieWithParent(p.cmd)
 	logFile, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
 		t.Fatal(err)

@@ -40,9 +40,14 @@ func newWorkload(t *testing.T, ctx context.Context, ns, schedulerName string, no
 	}
 	createNamespace(t, ctx, ns)
 	t.Cleanup(func() {
-		// No namespace or garbage collector runs: delete the pods at once.
-		_ = cluster.Client.CoreV1().Pods(ns).DeleteCollection(context.Background(),
+		// No namespace or garbage collector runs: delete the pods and groups.
+		ctx := context.Background()
+		_ = cluster.Client.CoreV1().Pods(ns).DeleteCollection(ctx,
 			metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+		_ = cluster.Muster.SchedulingV1alpha1().PodGroups(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if dyn, err := dynamic.NewForConfig(cluster.JSONConfig()); err == nil {
+			_ = dyn.Resource(schedulerPluginsPodGroups).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		}
 	})
 	if _, err := simulator.CreateNodes(ctx, cluster.Client, ns, nodes, shape); err != nil {
 		t.Fatal(err)
@@ -97,6 +102,8 @@ func (w *workload) createPodGroup(name string, minMember int32) {
 	}
 }
 
+var schedulerPluginsPodGroups = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+
 // createSchedulerPluginsPodGroup creates a scheduler-plugins PodGroup
 // (scheduling.x-k8s.io), whose CRD the chart installs on request.
 func (w *workload) createSchedulerPluginsPodGroup(name string, minMember int64) {
@@ -111,8 +118,7 @@ func (w *workload) createSchedulerPluginsPodGroup(name string, minMember int64) 
 		"metadata":   map[string]any{"name": name, "namespace": w.ns},
 		"spec":       map[string]any{"minMember": minMember},
 	}}
-	gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
-	if _, err := dyn.Resource(gvr).Namespace(w.ns).Create(w.ctx, pg, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(schedulerPluginsPodGroups).Namespace(w.ns).Create(w.ctx, pg, metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)
 	}
 }
