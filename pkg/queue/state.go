@@ -302,6 +302,9 @@ func (snap *Snapshot) ancestry(name string) []*Figures {
 // queue cannot start now is not admitted, so work beyond a queue's share
 // never sits in inqueue, where the overcommit check would count it against
 // every other queue.
+//
+// A gang of one pod is checked but not recorded as admitted: nothing of it
+// counts as inqueue.
 func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 	g := snap.Gang(st.Key)
 	if g == nil {
@@ -338,6 +341,13 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 	}
 	if ok, r := s.overcommitted(g, snap); !ok {
 		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
+	}
+	if st.Spec.MinMember <= 1 && len(st.Spec.MinTaskMember) == 0 {
+		// A gang of one starts with its single placement, checked against
+		// the ceiling right after: holding its minimum as inqueue would
+		// only keep the queue's other pods out while this one waits in
+		// backoff for room.
+		return true, ""
 	}
 	s.mu.Lock()
 	s.admitted[st.Key] = true

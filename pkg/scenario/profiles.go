@@ -67,8 +67,9 @@ profiles:
 `
 
 // schedulerConfig is the KubeSchedulerConfiguration of a profile, with the
-// recorder added to every scheduler profile's Reserve.
-func schedulerConfig(profile string, gangWait time.Duration) ([]byte, error) {
+// recorder added to every scheduler profile's Reserve and the pod backoff
+// compressed like the scenario's time.
+func schedulerConfig(profile string, gangWait time.Duration, speedup float64) ([]byte, error) {
 	var base []byte
 	switch profile {
 	case ProfileStock:
@@ -90,17 +91,27 @@ func schedulerConfig(profile string, gangWait time.Duration) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown profile %q", profile)
 	}
-	return withRecorder(base)
+	return adapt(base, speedup)
 }
 
-// withRecorder adds the recorder to the Reserve point of every scheduler
-// profile of a KubeSchedulerConfiguration.
-func withRecorder(data []byte) ([]byte, error) {
+// defaultMaxBackoff is kube-scheduler's podMaxBackoffSeconds.
+const defaultMaxBackoff = 10 * time.Second
+
+// adapt adds the recorder to the Reserve point of every scheduler profile
+// of a KubeSchedulerConfiguration, and divides the longest pod backoff by
+// the speedup (down to the shortest the scheduler allows, 1 s), as the
+// scenario's run times are: a pod that failed often should not wait what
+// is minutes of simulated time.
+func adapt(data []byte, speedup float64) ([]byte, error) {
 	var cfg map[string]any
 	if err := yaml.Unmarshal(data, &cfg); err != nil {
 		return nil, err
 	}
 	delete(cfg, "leaderElection") // the runner runs one scheduler, without election
+	if _, set := cfg["podMaxBackoffSeconds"]; !set && speedup > 1 {
+		cfg["podInitialBackoffSeconds"] = 1
+		cfg["podMaxBackoffSeconds"] = max(1, int(defaultMaxBackoff.Seconds()/speedup))
+	}
 	profiles, _ := cfg["profiles"].([]any)
 	for _, p := range profiles {
 		prof, _ := p.(map[string]any)

@@ -63,7 +63,7 @@ var setLoggerOnce sync.Once
 // runProfile runs the scenario under one profile and stops every goroutine
 // it started before returning.
 func runProfile(parent context.Context, s *Scenario, profile string, opts Options) (*Result, error) {
-	cfg, err := schedulerConfig(profile, s.gangWait)
+	cfg, err := schedulerConfig(profile, s.gangWait, s.Speedup)
 	if err != nil {
 		return nil, err
 	}

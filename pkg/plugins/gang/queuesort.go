@@ -63,7 +63,9 @@ func (pl *Gang) orderKey(q fwk.QueuedPodInfo) (time.Time, string) {
 }
 
 // queueOrder compares two gang members by their queues and gangs; decided
-// is false when the keys tie or either pod is in no gang.
+// is false when the keys tie or either pod is in no gang. The gangs'
+// queues and positions come from the gang state, which knows a pod from
+// its PreEnqueue on; queue figures from the last accounting snapshot.
 func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
 	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
 	ka, oka := keyOf(pa)
@@ -79,28 +81,25 @@ func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
 	if snap == nil {
 		return false, false
 	}
-	ga, gb := snap.Gang(ka), snap.Gang(kb)
-	if ga == nil || gb == nil {
-		return false, false
-	}
-	if ga.Queue != gb.Queue {
-		qa, qb := snap.Queues[ga.Queue], snap.Queues[gb.Queue]
-		if qa != nil && qb != nil {
-			if qa.Priority != qb.Priority {
-				return qa.Priority > qb.Priority, true
+	sa, sb := pl.manager.Status(ka), pl.manager.Status(kb)
+	if qa, qb := queue.QueueOf(&sa), queue.QueueOf(&sb); qa != qb {
+		fa, fb := snap.Queues[qa], snap.Queues[qb]
+		if fa != nil && fb != nil {
+			if fa.Priority != fb.Priority {
+				return fa.Priority > fb.Priority, true
 			}
-			if sa, sb := qa.Share(), qb.Share(); sa != sb {
+			if sa, sb := fa.Share(), fb.Share(); sa != sb {
 				return sa < sb, true
 			}
 		}
 	}
-	sa, starta := pl.projectedShare(qs, ka, pa, ga)
-	sb, startb := pl.projectedShare(qs, kb, pb, gb)
+	sharea, starta := pl.projectedShare(qs, ka, pa, &sa)
+	shareb, startb := pl.projectedShare(qs, kb, pb, &sb)
 	if starta != startb {
 		return starta, true
 	}
-	if sa != sb {
-		return sa < sb, true
+	if sharea != shareb {
+		return sharea < shareb, true
 	}
 	return false, false
 }
@@ -113,10 +112,10 @@ func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
 // allocated plus the members ahead of the pod, so it does not move while
 // the gang's members are placed one by one — the scheduling queue orders
 // a pod once, when it is added.
-func (pl *Gang) projectedShare(qs *queue.State, key gang.Key, pod *v1.Pod, g *queue.Gang) (float64, bool) {
+func (pl *Gang) projectedShare(qs *queue.State, key gang.Key, pod *v1.Pod, st *gang.Status) (float64, bool) {
 	pos, ok := pl.manager.Position(key, pod.UID)
 	if !ok {
-		return g.DominantShare, !g.Ready
+		return qs.ProjectedShare(st.Allocated, nil, 0), !st.Ready()
 	}
 	start := int32(pos.Rank) < pos.Need
 	n := pos.Rank + 1

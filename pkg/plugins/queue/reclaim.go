@@ -58,9 +58,12 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if g == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	// A gang its queue did not admit may still preempt lower-priority work
-	// of that queue (which is what fills it), but reclaims from no other.
-	preemptOnly := !g.Admitted
+	// A gang its queue does not admit may still preempt lower-priority
+	// work of that queue (which is what fills it), but reclaims from no
+	// other. (Admit is asked again rather than g.Admitted read: a gang of
+	// one is never recorded as admitted.)
+	admitted, _ := pl.state.Admit(&st, snap)
+	preemptOnly := !admitted
 	members := gang.PickMembers(pod, pl.gangs.PendingMembers(key), &st)
 	need := queue.Vector{}
 	for _, m := range members {
