@@ -70,10 +70,15 @@ $(CONTROLLER_GEN):
 	mv $(BIN)/controller-gen $@
 
 # helm is installed outside the module (go.mod is not touched); bin/helm
-# points at the pinned version.
+# points at the pinned version. The flags are those of helm's release build:
+# its version, and Kubernetes 1.34 (its client libraries') as the default
+# for `helm template` and `helm lint` (a plain `go install` says 1.20).
+HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34 \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=34
 $(HELM):
 	rm -f $(BIN)/helm
-	go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	go install -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/helm $@
 	ln -sf $(notdir $@) $(BIN)/helm
 
