@@ -344,8 +344,8 @@ func (c *creator) create(ctx context.Context, arrivals []arrival) error {
 	var gangs []arrival
 	var pods []*v1.Pod
 	for _, a := range arrivals {
-		if a.workload.Kind == KindGang {
-			gangs = append(gangs, a)
+		if a.workload.Kind == KindGang && a.member <= 0 {
+			gangs = append(gangs, a) // the group comes with its first pod
 		}
 		pods = append(pods, a.pods(c.profile)...)
 	}

@@ -102,6 +102,10 @@ type Workload struct {
 	// Repeat is how many copies arrive (default 1), Every apart.
 	Repeat int    `yaml:"repeat"`
 	Every  string `yaml:"every"`
+	// MemberEvery spreads the pods of a copy: they are created one by one,
+	// this far apart, as a controller creates a job's pods (default: all
+	// at once).
+	MemberEvery string `yaml:"memberEvery"`
 	// Members is the number of pods (of a gang, or plain pods).
 	Members int `yaml:"members"`
 	// MinMember is the gang's minimum (default: Members).
@@ -116,9 +120,10 @@ type Workload struct {
 	NodeSelector map[string]string `yaml:"nodeSelector"`
 	Tolerations  []Toleration      `yaml:"tolerations"`
 
-	runTime time.Duration
-	arrival time.Duration
-	every   time.Duration
+	runTime     time.Duration
+	arrival     time.Duration
+	every       time.Duration
+	memberEvery time.Duration
 }
 
 // Role is a part of a gang: Members pods, at least Min of which the gang

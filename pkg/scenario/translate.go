@@ -31,6 +31,9 @@ type arrival struct {
 	at       time.Duration
 	workload *Workload
 	copy     int
+	// member is the one pod of the copy that arrives (memberEvery), or −1
+	// for all of them.
+	member int
 }
 
 // timeline is every arrival of the scenario, in time order.
@@ -39,7 +42,14 @@ func (s *Scenario) timeline() []arrival {
 	for i := range s.Workloads {
 		w := &s.Workloads[i]
 		for c := range w.repeat() {
-			out = append(out, arrival{at: w.arrival + time.Duration(c)*w.every, workload: w, copy: c})
+			at := w.arrival + time.Duration(c)*w.every
+			if w.memberEvery == 0 {
+				out = append(out, arrival{at: at, workload: w, copy: c, member: -1})
+				continue
+			}
+			for m := range w.size() {
+				out = append(out, arrival{at: at + time.Duration(m)*w.memberEvery, workload: w, copy: c, member: m})
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].at < out[j].at })
@@ -255,6 +265,9 @@ func (a arrival) pods(profile string) []*v1.Pod {
 			}
 			out = append(out, pod)
 		}
+	}
+	if a.member >= 0 {
+		return out[a.member : a.member+1]
 	}
 	return out
 }
