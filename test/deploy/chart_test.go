@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,8 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/yaml"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
 
 // valueSets are the chart's configurations under test, by name.
@@ -336,4 +340,103 @@ func profilesOf(t *testing.T, config []byte) []map[string]any {
 func asSlice(v any) []any {
 	s, _ := v.([]any)
 	return s
+}
+
+// TestChartInstallUpgradeUninstall follows a release's life with helm
+// against the apiserver: an install with a typo fails and creates nothing;
+// an upgrade that changes the configuration changes the pod template (so the
+// replicas roll) and one that does not, does not; an uninstall removes every
+// object of the release but keeps the CRDs and the objects they hold.
+func TestChartInstallUpgradeUninstall(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	kubeconfig := helmKubeconfig(t)
+	const ns, name = "muster-lifecycle", "life"
+	helmIn := func(args ...string) (string, error) {
+		return runHelm(append(args, "--namespace", ns, "--kubeconfig", kubeconfig)...)
+	}
+
+	_, err := helmIn("install", "typo", chartDir, "--create-namespace", "--set", "replica=3")
+	if err == nil || !strings.Contains(err.Error(), "additional properties 'replica' not allowed") {
+		t.Errorf("helm install with a typo: %v, want the schema's refusal", err)
+	}
+	if _, err := cluster.Client.RbacV1().ClusterRoles().Get(ctx, "typo-muster", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused install left its ClusterRole behind: %v", err)
+	}
+
+	if _, err := helmIn("install", name, chartDir, "--create-namespace"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = helmIn("uninstall", name) }) // if the test stops early
+	checksum := func() string {
+		t.Helper()
+		d, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, name+"-muster", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Spec.Template.Annotations["checksum/config"]
+	}
+	installed := checksum()
+	if _, err := helmIn("upgrade", name, chartDir, "--reuse-values", "--set", "plugins.binpack.enabled=true"); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cluster.Client.CoreV1().ConfigMaps(ns).Get(ctx, name+"-muster", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["config.yaml"], "name: Binpack") {
+		t.Errorf("after the upgrade the configuration has no Binpack:\n%s", cm.Data["config.yaml"])
+	}
+	upgraded := checksum()
+	if upgraded == installed {
+		t.Errorf("a changed configuration left the pod template as it was: the replicas would not restart")
+	}
+	if _, err := helmIn("upgrade", name, chartDir, "--reuse-values", "--set", "replicas=3"); err != nil {
+		t.Fatal(err)
+	}
+	if checksum() != upgraded {
+		t.Errorf("scaling changed the configuration's checksum")
+	}
+
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "survivor", Namespace: ns}, Spec: v1alpha1.PodGroupSpec{MinMember: 1}}
+	if _, err := cluster.Muster.SchedulingV1alpha1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cluster.Muster.SchedulingV1alpha1().PodGroups(ns).Delete(context.Background(), pg.Name, metav1.DeleteOptions{})
+	})
+	if _, err := helmIn("uninstall", name); err != nil {
+		t.Fatal(err)
+	}
+	gone := []struct {
+		kind string
+		get  func() error
+	}{
+		{"ClusterRole", func() error {
+			_, err := cluster.Client.RbacV1().ClusterRoles().Get(ctx, name+"-muster", metav1.GetOptions{})
+			return err
+		}},
+		{"ClusterRoleBinding", func() error {
+			_, err := cluster.Client.RbacV1().ClusterRoleBindings().Get(ctx, name+"-muster", metav1.GetOptions{})
+			return err
+		}},
+		{"RoleBinding in kube-system", func() error {
+			_, err := cluster.Client.RbacV1().RoleBindings("kube-system").Get(ctx, name+"-muster-authentication-reader", metav1.GetOptions{})
+			return err
+		}},
+		{"Deployment", func() error {
+			_, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, name+"-muster", metav1.GetOptions{})
+			return err
+		}},
+	}
+	for _, g := range gone {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return apierrors.IsNotFound(g.get()), nil
+		})
+		if err != nil {
+			t.Errorf("the %s outlived helm uninstall", g.kind)
+		}
+	}
+	if _, err := cluster.Muster.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "survivor", metav1.GetOptions{}); err != nil {
+		t.Errorf("a PodGroup did not survive helm uninstall: %v", err)
+	}
 }

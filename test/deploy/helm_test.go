@@ -3,9 +3,14 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -25,7 +30,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 var chartDir = filepath.Join(repoRoot, "manifests", "charts", "muster")
@@ -67,6 +74,90 @@ func renderChart(t *testing.T, name, namespace string, flags ...string) *release
 		t.Fatalf("decoding the rendered chart: %v", err)
 	}
 	return &release{name: name, namespace: namespace, objects: objs}
+}
+
+// helmKubeconfig is a kubeconfig for helm: the control plane's superuser,
+// through versionProxy.
+func helmKubeconfig(t *testing.T) string {
+	t.Helper()
+	proxy := versionProxy(t)
+	return writeKubeconfig(t, "helm.kubeconfig", func(c *clientcmdapi.Config) {
+		for _, cl := range c.Clusters {
+			*cl = clientcmdapi.Cluster{Server: proxy}
+		}
+		for name := range c.AuthInfos {
+			c.AuthInfos[name] = &clientcmdapi.AuthInfo{}
+		}
+	})
+}
+
+// versionProxy serves the apiserver's API on a local address, as the
+// superuser, except that /version reports v1.34.7 where the in-process
+// apiserver, built without version stamping, reports v0.0.0-master: helm
+// checks the chart's kubeVersion against that string.
+func versionProxy(t *testing.T) string {
+	t.Helper()
+	target, err := url.Parse(cluster.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	mux := http.NewServeMux()
+	mux.Handle("/", proxy)
+	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) {
+		info, err := cluster.Client.Discovery().ServerVersion()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		info.GitVersion = "v" + kubeVersion
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(info)
+	})
+	server := httptest.NewServer(mux)
+	t.Cleanup(server.Close)
+	return server.URL
+}
+
+// installChart installs the chart with `helm install --create-namespace`
+// (CRDs, schema check, OpenAPI validation by the apiserver) and returns the
+// release's objects, from `helm get manifest`. The test's cleanup
+// uninstalls it.
+func installChart(t *testing.T, ctx context.Context, name, namespace string, flags ...string) *release {
+	t.Helper()
+	kubeconfig := helmKubeconfig(t)
+	args := append([]string{"install", name, chartDir, "--namespace", namespace, "--create-namespace", "--kubeconfig", kubeconfig}, flags...)
+	if _, err := runHelm(args...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := runHelm("uninstall", name, "--namespace", namespace, "--kubeconfig", kubeconfig); err != nil {
+			t.Error(err)
+		}
+		deleteLeases(namespace)
+	})
+	out, err := runHelm("get", "manifest", name, "--namespace", namespace, "--kubeconfig", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeObjects([]byte(out))
+	if err != nil {
+		t.Fatalf("decoding the release's manifest: %v", err)
+	}
+	r := &release{name: name, namespace: namespace, objects: objs}
+	// CRDs among the templates (scheduler-plugins' PodGroup) must be served
+	// before a scheduler starts: it looks for them once.
+	if crds := r.ofKind("CustomResourceDefinition"); len(crds) > 0 {
+		if err := waitCRDsServed(ctx, crds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
 }
 
 // decodeObjects decodes a stream of YAML documents, skipping empty ones.

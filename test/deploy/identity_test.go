@@ -31,10 +31,9 @@ func serviceAccountToken(t *testing.T, ctx context.Context, namespace, name stri
 	return tr.Status.Token
 }
 
-// writeKubeconfig writes a kubeconfig for the control plane under file (in
-// workDir) whose user is set by auth: a token, or the superuser
-// impersonating someone.
-func writeKubeconfig(t *testing.T, file string, auth func(*clientcmdapi.AuthInfo)) string {
+// writeKubeconfig writes a kubeconfig of the control plane's superuser under
+// file (in workDir), changed by edit.
+func writeKubeconfig(t *testing.T, file string, edit func(*clientcmdapi.Config)) string {
 	t.Helper()
 	path := filepath.Join(workDir, file)
 	if err := cluster.WriteKubeconfig(path); err != nil {
@@ -44,9 +43,7 @@ func writeKubeconfig(t *testing.T, file string, auth func(*clientcmdapi.AuthInfo
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range cfg.AuthInfos {
-		auth(a)
-	}
+	edit(cfg)
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
@@ -55,16 +52,20 @@ func writeKubeconfig(t *testing.T, file string, auth func(*clientcmdapi.AuthInfo
 
 // tokenKubeconfig is a kubeconfig that authenticates with token only.
 func tokenKubeconfig(t *testing.T, file, token string) string {
-	return writeKubeconfig(t, file, func(a *clientcmdapi.AuthInfo) {
-		*a = clientcmdapi.AuthInfo{Token: token}
+	return writeKubeconfig(t, file, func(c *clientcmdapi.Config) {
+		for _, a := range c.AuthInfos {
+			*a = clientcmdapi.AuthInfo{Token: token}
+		}
 	})
 }
 
 // impersonatingKubeconfig is a kubeconfig of the superuser acting as user:
 // requests are authorized as that user alone.
 func impersonatingKubeconfig(t *testing.T, file, user string) string {
-	return writeKubeconfig(t, file, func(a *clientcmdapi.AuthInfo) {
-		a.Impersonate = user
+	return writeKubeconfig(t, file, func(c *clientcmdapi.Config) {
+		for _, a := range c.AuthInfos {
+			a.Impersonate = user
+		}
 	})
 }
 

@@ -1,5 +1,6 @@
 // Package deploy tests Muster as it is deployed: the Helm chart (lint,
-// rendering, schema, every object applied to a real kube-apiserver), the
+// rendering, schema, every object applied to a real kube-apiserver, helm
+// install, upgrade and uninstall against it), the
 // kubeadm static-pod manifests, and the built muster-scheduler binary run as
 // separate processes with the chart's configuration, flags and RBAC, in both
 // modes and through a leader failover.

@@ -77,19 +77,6 @@ func TestChartModes(t *testing.T) {
 	}
 }
 
-// installChart renders the chart as a release in namespace and applies every
-// object, as `helm install --create-namespace` does.
-func installChart(t *testing.T, ctx context.Context, name, namespace string, flags ...string) *release {
-	t.Helper()
-	r := renderChart(t, name, namespace, flags...)
-	createNamespace(t, ctx, namespace)
-	if err := newApplier(t).apply(ctx, r.objects, false); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deleteLeases(namespace) })
-	return r
-}
-
 // startReplica runs the scheduler as a replica of the release's Deployment:
 // its container's arguments and POD_NAMESPACE, the ConfigMap's
 // configuration, authenticated as the release's ServiceAccount.
