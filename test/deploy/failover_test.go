@@ -18,7 +18,7 @@ import (
 const (
 	leaseDuration = 6 * time.Second
 	renewDeadline = 4 * time.Second
-	retryPeriod   = 1 * time.Second
+	retryPeriod   = 500 * time.Millisecond
 )
 
 // TestFailover runs two replicas of the chart (replace-default mode, leader
