@@ -90,6 +90,9 @@ func TestFailover(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: the follower did not take over: %v", round, err)
 		}
+		if took.Before(killed) {
+			t.Fatalf("round %d: %s acquired the lease while %s still held it", round, follower.name, leader.name)
+		}
 		takeover := took.Sub(killed)
 		t.Logf("round %d: %s took over %v after the kill", round, follower.name, takeover.Round(time.Millisecond))
 		// The follower polls the lease every retryPeriod to 2.2×retryPeriod
