@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 
 	"github.com/muster-sched/muster/pkg/controlplane"
 	"github.com/muster-sched/muster/pkg/scenario"
@@ -45,13 +43,7 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
   muster bench --json --profiles stock,muster test/scenarios/contention.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if verbosity > 0 {
-				fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-				klog.InitFlags(fs)
-				_ = fs.Set("v", fmt.Sprint(verbosity))
-			} else {
-				controlplane.QuietLogs()
-			}
+			controlplane.Logs(verbosity)
 			files, err := scenarioFiles(args)
 			if err != nil {
 				return err

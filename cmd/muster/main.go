@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 
 	"github.com/muster-sched/muster/config"
 	"github.com/muster-sched/muster/pkg/controlplane"
@@ -57,13 +55,7 @@ nothing changes; and prints where every pod landed and why pending pods wait.`,
   muster sandbox --keep --kubeconfig ./sandbox-kubeconfig examples`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if verbosity > 0 {
-				fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-				klog.InitFlags(fs)
-				_ = fs.Set("v", fmt.Sprint(verbosity))
-			} else {
-				controlplane.QuietLogs()
-			}
+			controlplane.Logs(verbosity)
 			schedConfig, err := readSchedulerConfig(configName)
 			if err != nil {
 				return err

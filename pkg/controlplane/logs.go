@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"flag"
+	"fmt"
 	"io"
 
 	"k8s.io/klog/v2"
@@ -24,4 +25,16 @@ func QuietLogs() {
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
+}
+
+// Logs sets up klog for a program that runs a control plane in process:
+// quiet (QuietLogs) at verbosity 0, else klog's defaults at verbosity v.
+func Logs(v int) {
+	if v <= 0 {
+		QuietLogs()
+		return
+	}
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("v", fmt.Sprint(v))
 }
