@@ -652,27 +652,33 @@ func (g *group) pendingLocked() []*v1.Pod {
 	return out
 }
 
-// Position is where a pending member stands in its gang, for ordering the
+// Position is where a member stands in its gang, for ordering the
 // scheduling queue by projected shares.
 type Position struct {
-	// Rank is the member's index among the pending members, oldest first.
-	Rank int
+	// Status is the gang's (shared: read only).
+	Status Status
+	// Pending reports whether the gang state knows the member as pending;
+	// Rank is then its index among the pending members, oldest first.
+	Pending bool
+	Rank    int
 	// Need is how many members are still to be placed before the gang is
 	// ready: minMember − placed, at least 0.
 	Need int32
-	// Allocated sums the requests of the members placed and not finished;
-	// Requests are the member's own. Shared: read only.
-	Allocated, Requests v1.ResourceList
+	// Requests are the member's own (shared: read only).
+	Requests v1.ResourceList
 }
 
-// Position returns where pending member uid stands in its gang; false when
-// the gang state does not know it as pending.
-func (m *Manager) Position(key Key, uid types.UID) (Position, bool) {
+// Position returns where member uid stands in its gang, with the gang's
+// status, under one lock: QueueSort calls it for both pods of every
+// comparison.
+func (m *Manager) Position(key Key, uid types.UID) Position {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	pos := Position{Status: m.statusLocked(key)}
+	pos.Need = max(0, pos.Status.Spec.MinMember-pos.Status.Placed)
 	g := m.groups[key]
 	if g == nil {
-		return Position{}, false
+		return pos
 	}
 	ranks := g.ranks.Load()
 	if ranks == nil {
@@ -684,12 +690,9 @@ func (m *Manager) Position(key Key, uid types.UID) (Position, bool) {
 		ranks = &r
 		g.ranks.Store(ranks)
 	}
-	rank, ok := (*ranks)[uid]
-	if !ok {
-		return Position{}, false
-	}
-	s := m.statusLocked(key)
-	return Position{Rank: rank, Need: max(0, s.Spec.MinMember-s.Placed), Allocated: s.Allocated, Requests: g.requests[uid]}, true
+	pos.Rank, pos.Pending = (*ranks)[uid]
+	pos.Requests = g.requests[uid]
+	return pos
 }
 
 // PodGroupLister lists Muster PodGroups from the Manager's informer.

@@ -3,7 +3,6 @@ package gang
 import (
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -81,8 +80,8 @@ func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
 	if snap == nil {
 		return false, false
 	}
-	sa, sb := pl.manager.Status(ka), pl.manager.Status(kb)
-	if qa, qb := queue.QueueOf(&sa), queue.QueueOf(&sb); qa != qb {
+	posa, posb := pl.manager.Position(ka, pa.UID), pl.manager.Position(kb, pb.UID)
+	if qa, qb := queue.QueueOf(&posa.Status), queue.QueueOf(&posb.Status); qa != qb {
 		fa, fb := snap.Queues[qa], snap.Queues[qb]
 		if fa != nil && fb != nil {
 			if fa.Priority != fb.Priority {
@@ -93,8 +92,8 @@ func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
 			}
 		}
 	}
-	sharea, starta := pl.projectedShare(qs, ka, pa, &sa)
-	shareb, startb := pl.projectedShare(qs, kb, pb, &sb)
+	sharea, starta := projectedShare(qs, &posa)
+	shareb, startb := projectedShare(qs, &posb)
 	if starta != startb {
 		return starta, true
 	}
@@ -112,15 +111,14 @@ func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
 // allocated plus the members ahead of the pod, so it does not move while
 // the gang's members are placed one by one — the scheduling queue orders
 // a pod once, when it is added.
-func (pl *Gang) projectedShare(qs *queue.State, key gang.Key, pod *v1.Pod, st *gang.Status) (float64, bool) {
-	pos, ok := pl.manager.Position(key, pod.UID)
-	if !ok {
-		return qs.ProjectedShare(st.Allocated, nil, 0), !st.Ready()
+func projectedShare(qs *queue.State, pos *gang.Position) (float64, bool) {
+	if !pos.Pending {
+		return qs.ProjectedShare(pos.Status.Allocated, nil, 0), !pos.Status.Ready()
 	}
 	start := int32(pos.Rank) < pos.Need
 	n := pos.Rank + 1
 	if start {
 		n = int(pos.Need)
 	}
-	return qs.ProjectedShare(pos.Allocated, pos.Requests, n), start
+	return qs.ProjectedShare(pos.Status.Allocated, pos.Requests, n), start
 }
