@@ -643,13 +643,20 @@ func (g *group) pendingLocked() []*v1.Pod {
 		}
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreationTimestamp.Equal(&out[j].CreationTimestamp) {
-			return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp)
-		}
-		return out[i].Name < out[j].Name
-	})
+	sort.Slice(out, func(i, j int) bool { return MemberBefore(out[i], out[j]) })
 	return out
+}
+
+// MemberBefore is the order of a gang's members: oldest first, then by
+// name. Pending members are ranked in it, and QueueSort orders the members
+// of one gang by it: a member's projected share counts the members ranked
+// ahead of it, so placing members in any other order would move the
+// projections of members already in the scheduling queue.
+func MemberBefore(a, b *v1.Pod) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
 }
 
 // Position is where a member stands in its gang, for ordering the

@@ -328,12 +328,10 @@ func TestDRF(t *testing.T) {
 	if 2*a+b < 31 {
 		t.Fatalf("the cluster is not full: %d of 32 cpu bound", 2*a+b)
 	}
-	// Equal within one task is what DRF gives, and what most runs end
-	// with (0.500 and 0.500). About one run in six ends two tasks apart
-	// (0.5625/0.4375) — an ordering race not found yet (issue 4 note), so
-	// the bound is two tasks; first come, first served ends 1.0 against 0.
-	if math.Abs(shareA-shareB) > 2*2.0/32+1e-9 {
-		t.Errorf("dominant shares differ by more than two tasks: cpu-heavy %.3f, mem-heavy %.3f", shareA, shareB)
+	// Equal within one task is what DRF gives; first come, first served
+	// ends 1.0 against 0.
+	if math.Abs(shareA-shareB) > 2.0/32+1e-9 {
+		t.Errorf("dominant shares differ by more than one task: cpu-heavy %.3f, mem-heavy %.3f", shareA, shareB)
 	}
 }
 

@@ -2,12 +2,19 @@ package gang
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/gang"
 )
 
 // TestLessUnmanagedIsPrioritySort checks that pods in no gang are ordered
@@ -31,5 +38,47 @@ func TestLessUnmanagedIsPrioritySort(t *testing.T) {
 				t.Errorf("Less(%s, %s) = %v, PrioritySort says %v", a.Pod.Name, b.Pod.Name, got, want)
 			}
 		}
+	}
+}
+
+// TestLessSameGangFollowsMemberOrder checks that the members of one gang
+// are ordered as the gang state ranks them (creation, then name), not by
+// the time each was queued: a member's projected share counts the members
+// ranked ahead of it, so any other order would change the projections of
+// members already in the scheduling queue (TestDRF's one-in-six race).
+func TestLessSameGangFollowsMemberOrder(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	queued := time.Now()
+	member := func(name string, createdAfter, queuedAfter time.Duration, prio int32) *framework.QueuedPodInfo {
+		p := st.MakePod().Namespace("ns").Name(name).Label(v1alpha1.LabelPodGroup, "job").Priority(prio).Obj()
+		p.CreationTimestamp = metav1.NewTime(created.Add(createdAfter))
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &framework.QueuedPodInfo{PodInfo: pi, Timestamp: queued.Add(queuedAfter)}
+	}
+	tests := []struct {
+		name string
+		a, b *framework.QueuedPodInfo
+		want bool
+	}{
+		{"same second, by name though queued later", member("job-10", 0, time.Second, 0), member("job-2", 0, 0, 0), true},
+		{"same second, by name", member("job-2", 0, 0, 0), member("job-10", 0, time.Second, 0), false},
+		{"older first though queued later", member("job-b", 0, time.Second, 0), member("job-a", time.Second, 0, 0), true},
+		{"priority first", member("job-b", time.Second, 0, 1), member("job-a", 0, 0, 0), true},
+	}
+	pl := &Gang{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pl.Less(tc.a, tc.b); got != tc.want {
+				t.Errorf("Less(%s, %s) = %v, want %v", tc.a.Pod.Name, tc.b.Pod.Name, got, tc.want)
+			}
+			pending := []*v1.Pod{tc.b.Pod, tc.a.Pod}
+			sort.Slice(pending, func(i, j int) bool { return gang.MemberBefore(pending[i], pending[j]) })
+			if tc.a.Pod.Spec.Priority == tc.b.Pod.Spec.Priority && (pending[0] == tc.a.Pod) != tc.want {
+				t.Errorf("Less disagrees with the gang's member order %s, %s", pending[0].Name, pending[1].Name)
+			}
+		})
 	}
 }

@@ -14,15 +14,20 @@ import (
 // exactly as kube-scheduler's PrioritySort compares them: priority, then
 // queue timestamp. A gang member stands in the order by its gang's creation
 // time and key, so that the members of a gang are adjacent and placed one
-// right after another. Between gangs of equal priority, when a queue policy
+// right after another, in their gang's member order (gang.MemberBefore,
+// not the time each was queued). Between gangs of equal priority, when a queue policy
 // is on: the higher queue priority, the queue least into its share, the
 // members a gang needs to start, and the lowest projected dominant share
 // (DRF) go first. Shares are read from the last accounting snapshot.
 func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
-	pa := corev1helpers.PodPriority(a.GetPodInfo().GetPod())
-	pb := corev1helpers.PodPriority(b.GetPodInfo().GetPod())
-	if pa != pb {
+	podA, podB := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
+	if pa, pb := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); pa != pb {
 		return pa > pb
+	}
+	if ka, ok := keyOf(podA); ok {
+		if kb, ok := keyOf(podB); ok && ka == kb {
+			return gang.MemberBefore(podA, podB)
+		}
 	}
 	// A gang being placed goes first: its plan holds for the snapshot it
 	// was made on, and each pod placed in between can spoil it.
