@@ -4,43 +4,62 @@ import "math"
 
 // summarizeFairness fills the fairness metrics from the samples.
 func (r *Result) summarizeFairness(s *Scenario, o *observer) {
-	weights := map[string]int32{}
-	for _, q := range s.Queues {
-		weights[q.Name] = q.Weight
-	}
-	shareSum, deservedSum := map[string]float64{}, map[string]float64{}
-	contended := 0
+	weights := s.queueWeights()
+	shareSum, fairSum := map[string]float64{}, map[string]float64{}
+	contended, jainSum := 0, 0.0
 	for i, smp := range o.samples {
-		deserved, isContended := waterFill(smp.demands, weights)
+		fair, isContended := waterFill(smp.demands, weights)
 		if !isContended {
 			continue
 		}
 		contended++
 		if i > 0 {
-			r.ContendedSeconds += (smp.at - o.samples[i-1].at).Seconds()
+			dt := (smp.at - o.samples[i-1].at).Seconds()
+			r.ContendedSeconds += dt
+			jainSum += dt * jain(fairFractions(smp.shares, fair))
 		}
-		for q, d := range deserved {
+		for q, f := range fair {
 			shareSum[q] += smp.shares[q]
-			deservedSum[q] += d
+			fairSum[q] += f
 		}
 	}
-	r.JainIndex = 1
+	r.JainIndex, r.WeightedJainIndex = 1, 1
+	if r.ContendedSeconds > 0 {
+		r.JainIndex = jainSum / r.ContendedSeconds
+	}
 	if contended == 0 {
 		return
 	}
 	r.QueueShares = map[string]QueueShare{}
-	var normalized []float64
-	for q := range shareSum {
-		qs := QueueShare{Weight: weights[q], Share: shareSum[q] / float64(contended), Deserved: deservedSum[q] / float64(contended)}
+	var perWeight []float64
+	for _, q := range sortedKeys(shareSum) {
+		qs := QueueShare{Weight: weights[q], Share: shareSum[q] / float64(contended), Deserved: fairSum[q] / float64(contended)}
 		r.QueueShares[q] = qs
 		r.MaxShareDeviation = math.Max(r.MaxShareDeviation, math.Abs(qs.Share-qs.Deserved))
-		w := float64(qs.Weight)
-		if w <= 0 {
-			w = 1
-		}
-		normalized = append(normalized, qs.Share/w)
+		perWeight = append(perWeight, qs.Share/weightOf(weights, q))
 	}
-	r.JainIndex = jain(normalized)
+	r.WeightedJainIndex = jain(perWeight)
+}
+
+// queueWeights is each queue's weight.
+func (s *Scenario) queueWeights() map[string]int32 {
+	weights := map[string]int32{}
+	for _, q := range s.Queues {
+		weights[q.Name] = q.Weight
+	}
+	return weights
+}
+
+// fairFractions is, over the queues with a fair share, each one's share ÷
+// its fair share: Jain's x, the allocation against the fair allocation.
+func fairFractions(shares, fair map[string]float64) []float64 {
+	x := make([]float64, 0, len(fair))
+	for _, q := range sortedKeys(fair) {
+		if fair[q] > 0 {
+			x = append(x, shares[q]/fair[q])
+		}
+	}
+	return x
 }
 
 // waterFill divides a cluster of size 1 among queues with demands (as
@@ -98,7 +117,8 @@ func weightOf(weights map[string]int32, q string) float64 {
 	return 1
 }
 
-// jain is Jain's fairness index (Σx)²/(n·Σx²): 1 when all are equal.
+// jain is Jain's fairness index (Σx)²/(n·Σx²): 1 when all are equal, 1/n
+// when one holds everything; 1 for none or all zero (no one is favoured).
 func jain(x []float64) float64 {
 	if len(x) == 0 {
 		return 1

@@ -48,14 +48,33 @@ type Result struct {
 	// Utilization: mean and peak over the samples of allocated ÷ total.
 	MeanUtilization map[string]float64 `json:"meanUtilization"`
 	PeakUtilization map[string]float64 `json:"peakUtilization"`
-	// Fairness over contended samples (queues' demands exceed the cluster):
-	// per queue mean dominant share and mean deserved (weighted
-	// water-filling of the cluster over the queues' demands), the largest
-	// |share − deserved|, and Jain's index of share ÷ weight.
+	// Fairness is measured over contended samples: at least two queues
+	// have demand (the dominant share of their running and pending pods)
+	// and together they want more than the cluster. At such a sample a
+	// queue's fair share ("deserved") is its part of the cluster by
+	// weighted water-filling over the demands: by weight, each queue
+	// capped at its demand, what a capped queue leaves shared again by
+	// weight. QueueShares holds per queue the mean dominant share and the
+	// mean fair share over the contended samples; MaxShareDeviation is
+	// the largest |mean share − mean fair share|; ContendedSeconds sums,
+	// over the contended samples, the time since the previous sample.
 	QueueShares       map[string]QueueShare `json:"queueShares,omitempty"`
 	MaxShareDeviation float64               `json:"maxShareDeviation"`
-	JainIndex         float64               `json:"jainIndex"`
 	ContendedSeconds  float64               `json:"contendedSeconds"`
+	// JainIndex is Jain's fairness index as Jain defined it, of each
+	// queue's allocation against its fair allocation: at each contended
+	// sample J = (Σx)²/(n·Σx²), x = share ÷ fair share over the n queues
+	// with a fair share; JainIndex is the mean of J weighted by the time
+	// since the previous sample (ContendedSeconds' weights), 1 without
+	// contended time. J is 1 when every queue holds the same fraction of
+	// its fair share, which on a full cluster means its fair share; a
+	// queue that wants less than its weighted share and gets what it
+	// wants lowers nothing.
+	JainIndex float64 `json:"jainIndex"`
+	// WeightedJainIndex is Jain's index of mean share ÷ weight (means
+	// over the contended samples), the literal reading of issue 4; below
+	// 1 whenever a queue wants less than its weighted share.
+	WeightedJainIndex float64 `json:"weightedJainIndex"`
 	// Nodes that ever ran a pod, and per node group the nodes with no
 	// running pod at the moment of peak allocation.
 	NodesUsed int            `json:"nodesUsed"`
