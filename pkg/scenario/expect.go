@@ -46,6 +46,9 @@ func (e *Expectation) check(r *Result, byProfile map[string]*Result) []string {
 	if e.MinJainIndex != nil && r.JainIndex < *e.MinJainIndex {
 		out = append(out, fmt.Sprintf("jainIndex is %.4f, bound ≥ %.4f", r.JainIndex, *e.MinJainIndex))
 	}
+	if e.MaxTimeToFairShare != nil {
+		out = append(out, e.checkFairShareBursts(r)...)
+	}
 	if e.MaxAttemptsPerPod != nil && r.AttemptsPerPod > *e.MaxAttemptsPerPod {
 		out = append(out, fmt.Sprintf("attemptsPerPod is %.3f, bound %.3f", r.AttemptsPerPod, *e.MaxAttemptsPerPod))
 	}
@@ -66,6 +69,22 @@ func (e *Expectation) check(r *Result, byProfile map[string]*Result) []string {
 		}
 		if rb.Min != nil && ratio < *rb.Min {
 			out = append(out, fmt.Sprintf("%s is %.4g × %s's (%.4g vs %.4g), bound ≥ %g×", rb.Metric, ratio, rb.Of, mine, theirs, *rb.Min))
+		}
+	}
+	return out
+}
+
+// checkFairShareBursts returns the bursts of r after which the queues took
+// longer than the bound to be at their fair shares, or never got there.
+func (e *Expectation) checkFairShareBursts(r *Result) []string {
+	var out []string
+	bound := *e.MaxTimeToFairShare
+	for _, b := range r.FairShareBursts {
+		switch {
+		case !b.Reached:
+			out = append(out, fmt.Sprintf("timeToFairShareSeconds after %s: never at fair shares (%.2f to the end of the run), bound %g", b.Workload, b.SecondsToFair, bound))
+		case b.SecondsToFair > bound:
+			out = append(out, fmt.Sprintf("timeToFairShareSeconds after %s is %.2f, bound %g", b.Workload, b.SecondsToFair, bound))
 		}
 	}
 	return out

@@ -1,15 +1,20 @@
 package scenario
 
-import "math"
+import (
+	"math"
+	"slices"
+	"time"
+)
 
 // summarizeFairness fills the fairness metrics from the samples.
 func (r *Result) summarizeFairness(s *Scenario, o *observer) {
 	weights := s.queueWeights()
+	fairs := fairShares(o.samples, weights)
 	shareSum, fairSum := map[string]float64{}, map[string]float64{}
 	contended, jainSum := 0, 0.0
 	for i, smp := range o.samples {
-		fair, isContended := waterFill(smp.demands, weights)
-		if !isContended {
+		fair := fairs[i]
+		if fair == nil {
 			continue
 		}
 		contended++
@@ -23,6 +28,7 @@ func (r *Result) summarizeFairness(s *Scenario, o *observer) {
 			fairSum[q] += f
 		}
 	}
+	r.timeToFairShare(s, o, fairs)
 	r.JainIndex, r.WeightedJainIndex = 1, 1
 	if r.ContendedSeconds > 0 {
 		r.JainIndex = jainSum / r.ContendedSeconds
@@ -39,6 +45,68 @@ func (r *Result) summarizeFairness(s *Scenario, o *observer) {
 		perWeight = append(perWeight, qs.Share/weightOf(weights, q))
 	}
 	r.WeightedJainIndex = jain(perWeight)
+}
+
+// fairShares is each sample's fair shares by waterFill, nil for a sample
+// without contention.
+func fairShares(samples []sample, weights map[string]int32) []map[string]float64 {
+	out := make([]map[string]float64, len(samples))
+	for i, smp := range samples {
+		if fair, contended := waterFill(smp.demands, weights); contended {
+			out[i] = fair
+		}
+	}
+	return out
+}
+
+// timeToFairShare times each burst (a workload of a queue arriving after
+// the start) from its first pod's creation to the first sample, taken
+// once every pod of its first arrival exists, at which every queue is
+// within the tolerance of its fair share; a sample without contention is
+// fair. Until the end of the run, unreached, when there is none. A
+// workload whose pods never appeared (the run ended first) is no burst.
+func (r *Result) timeToFairShare(s *Scenario, o *observer, fairs []map[string]float64) {
+	tol := s.fairShareTolerance()
+	for _, w := range s.bursts() {
+		created := o.createdSinceStart(w.Name)
+		if len(created) == 0 {
+			continue
+		}
+		first, whole := created[0], created[min(w.firstArrivalPods(), len(created))-1]
+		b := FairShareBurst{Workload: w.Name, Queue: w.Queue, ArrivalSeconds: first.Seconds(), SecondsToFair: r.WallSeconds - first.Seconds()}
+		for i, smp := range o.samples {
+			if smp.at >= whole && atFairShares(smp.shares, fairs[i], tol) {
+				b.SecondsToFair, b.Reached = (smp.at - first).Seconds(), true
+				break
+			}
+		}
+		r.FairShareBursts = append(r.FairShareBursts, b)
+		r.TimeToFairShareSeconds = math.Max(r.TimeToFairShareSeconds, b.SecondsToFair)
+	}
+}
+
+// atFairShares says whether every queue's share is within tol of its fair
+// share; nil fair shares (no contention) are met.
+func atFairShares(shares, fair map[string]float64, tol float64) bool {
+	for q, f := range fair {
+		if math.Abs(shares[q]-f) > tol {
+			return false
+		}
+	}
+	return true
+}
+
+// createdSinceStart is when the workload's pods were created, after the
+// run's start, in order.
+func (o *observer) createdSinceStart(workload string) []time.Duration {
+	var out []time.Duration
+	for _, p := range o.pods {
+		if p.workload == workload {
+			out = append(out, p.created.Sub(o.start))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // queueWeights is each queue's weight.

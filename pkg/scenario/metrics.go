@@ -75,6 +75,16 @@ type Result struct {
 	// over the contended samples), the literal reading of issue 4; below
 	// 1 whenever a queue wants less than its weighted share.
 	WeightedJainIndex float64 `json:"weightedJainIndex"`
+	// TimeToFairShareSeconds is the longest time to fair share over
+	// FairShareBursts: after a workload of a queue arrives (after the
+	// start), from its first pod's creation to the first sample, taken
+	// once every pod of its first arrival exists, at which every queue is
+	// within the scenario's fairShareTolerance of its fair share (a sample
+	// without contention counts as fair); until the end of the run when
+	// no sample is (Reached is then false). Wall seconds, as every time
+	// here: arrivals are wall time, only run times are compressed.
+	TimeToFairShareSeconds float64          `json:"timeToFairShareSeconds"`
+	FairShareBursts        []FairShareBurst `json:"fairShareBursts,omitempty"`
 	// Nodes that ever ran a pod, and per node group the nodes with no
 	// running pod at the moment of peak allocation.
 	NodesUsed int            `json:"nodesUsed"`
@@ -102,6 +112,16 @@ type QueueShare struct {
 	Weight   int32   `json:"weight"`
 	Share    float64 `json:"share"`
 	Deserved float64 `json:"deserved"`
+}
+
+// FairShareBurst is one workload arriving in a queue after the start and
+// the time until the queues were at their fair shares.
+type FairShareBurst struct {
+	Workload       string  `json:"workload"`
+	Queue          string  `json:"queue"`
+	ArrivalSeconds float64 `json:"arrivalSeconds"`
+	SecondsToFair  float64 `json:"secondsToFair"`
+	Reached        bool    `json:"reached"`
 }
 
 // Point is one sample of the series.

@@ -19,6 +19,7 @@ import (
 type podRecord struct {
 	uid       string
 	node      string
+	workload  string
 	queue     string
 	gang      string
 	requests  []float64 // per observer dimension
@@ -178,6 +179,7 @@ func (o *observer) update(obj any) {
 	if p == nil {
 		p = &podRecord{
 			uid:      string(pod.UID),
+			workload: pod.Labels[LabelWorkload],
 			queue:    pod.Labels[musterv1alpha1.LabelQueue],
 			gang:     pod.Labels[LabelGang],
 			requests: o.vector(podRequests(pod)),

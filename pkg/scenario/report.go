@@ -11,13 +11,15 @@ import (
 
 // Report is the results of one scenario, for output.
 type Report struct {
-	Scenario    string    `json:"scenario"`
-	File        string    `json:"file"`
-	Description string    `json:"description,omitempty"`
-	Nodes       int       `json:"nodes"`
-	Pods        int       `json:"pods"`
-	Speedup     float64   `json:"speedup"`
-	Results     []*Result `json:"results"`
+	Scenario    string  `json:"scenario"`
+	File        string  `json:"file"`
+	Description string  `json:"description,omitempty"`
+	Nodes       int     `json:"nodes"`
+	Pods        int     `json:"pods"`
+	Speedup     float64 `json:"speedup"`
+	// FairShareTolerance is the scenario's, when it has queues.
+	FairShareTolerance float64   `json:"fairShareTolerance,omitempty"`
+	Results            []*Result `json:"results"`
 }
 
 // NewReport gathers a scenario's results.
@@ -26,7 +28,11 @@ func NewReport(s *Scenario, results []*Result) *Report {
 	for _, g := range s.Cluster.Nodes {
 		nodes += g.Count
 	}
-	return &Report{Scenario: s.Name, File: s.file, Description: s.Description, Nodes: nodes, Pods: s.PodCount(), Speedup: s.Speedup, Results: results}
+	rep := &Report{Scenario: s.Name, File: s.file, Description: s.Description, Nodes: nodes, Pods: s.PodCount(), Speedup: s.Speedup, Results: results}
+	if len(s.Queues) > 0 {
+		rep.FairShareTolerance = s.fairShareTolerance()
+	}
+	return rep
 }
 
 // WriteJSON writes the reports as one JSON document: {"scenarios": [...]}.
@@ -81,6 +87,15 @@ func hasQueues(rep *Report) bool {
 	return false
 }
 
+func hasBursts(rep *Report) bool {
+	for _, r := range rep.Results {
+		if len(r.FairShareBursts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func hasEvictions(rep *Report) bool {
 	for _, r := range rep.Results {
 		if r.Evictions > 0 || r.Preemptors > 0 {
@@ -115,6 +130,17 @@ var rows = []row{
 	{"max share deviation", func(r *Result) string { return fmt.Sprintf("%.3f", r.MaxShareDeviation) }, hasQueues},
 	{"Jain index (share/fair share)", func(r *Result) string { return fmt.Sprintf("%.3f", r.JainIndex) }, hasQueues},
 	{"Jain index (share/weight)", func(r *Result) string { return fmt.Sprintf("%.3f", r.WeightedJainIndex) }, hasQueues},
+	{"time to fair share (s)", func(r *Result) string {
+		if len(r.FairShareBursts) == 0 {
+			return "-"
+		}
+		for _, b := range r.FairShareBursts {
+			if !b.Reached {
+				return fmt.Sprintf("≥ %.2f", r.TimeToFairShareSeconds) // the run ended first
+			}
+		}
+		return fmt.Sprintf("%.2f", r.TimeToFairShareSeconds)
+	}, hasBursts},
 	{"contended time (s)", func(r *Result) string { return fmt.Sprintf("%.1f", r.ContendedSeconds) }, hasQueues},
 	{"nodes used", func(r *Result) string { return fmt.Sprint(r.NodesUsed) }, always},
 	{"free nodes at peak", func(r *Result) string { return freeNodes(r.FreeNodes) }, always},

@@ -35,6 +35,10 @@ type Scenario struct {
 	// (Muster's scheduleTimeoutSeconds, Coscheduling's
 	// permitWaitingTimeSeconds); default 10s.
 	GangTimeout string `yaml:"gangTimeout"`
+	// FairShareTolerance is how far, as a dominant share, a queue may be
+	// from its fair share and count as at it, for the time to fair share
+	// after a burst (default 0.05).
+	FairShareTolerance *float64 `yaml:"fairShareTolerance"`
 	// Profiles to compare; default: stock and muster, plus coscheduling
 	// when the scenario has gangs and capacityscheduling when queues have
 	// quotas.
@@ -156,6 +160,9 @@ type Expectation struct {
 	MaxEvictions       *int           `yaml:"evictions"`
 	MaxGangsBroken     *int           `yaml:"gangsBrokenByEviction"`
 	MinFreeNodes       map[string]int `yaml:"minFreeNodes"`
+	// MaxTimeToFairShare bounds, in seconds, the time to fair share after
+	// every burst; a burst after which the queues never got there fails.
+	MaxTimeToFairShare *float64 `yaml:"maxTimeToFairShare"`
 	// Bounds relative to another profile of the same scenario.
 	Relative []RelativeBound `yaml:"relative"`
 }
@@ -255,6 +262,29 @@ func (s *Scenario) PodCount() int {
 	return n
 }
 
+// defaultFairShareTolerance is the tolerance when the file sets none.
+const defaultFairShareTolerance = 0.05
+
+// fairShareTolerance is the scenario's tolerance for being at a fair share.
+func (s *Scenario) fairShareTolerance() float64 {
+	if s.FairShareTolerance == nil {
+		return defaultFairShareTolerance
+	}
+	return *s.FairShareTolerance
+}
+
+// bursts are the workloads of a queue that arrive after the start: each
+// is timed until the queues are at their fair shares.
+func (s *Scenario) bursts() []*Workload {
+	var out []*Workload
+	for i := range s.Workloads {
+		if w := &s.Workloads[i]; w.Queue != "" && w.arrival > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // Workload kinds.
 const (
 	KindGang = "gang"
@@ -278,6 +308,20 @@ func (w *Workload) size() int {
 		n += r.Members
 	}
 	return n
+}
+
+// firstArrivalPods is how many pods of w arrive at its arrival time: every
+// copy's (all copies arrive then when every is 0), one per copy when pods
+// arrive one by one.
+func (w *Workload) firstArrivalPods() int {
+	copies := 1
+	if w.every == 0 {
+		copies = w.repeat()
+	}
+	if w.memberEvery > 0 {
+		return copies
+	}
+	return copies * w.size()
 }
 
 // minMember is the gang's minimum.

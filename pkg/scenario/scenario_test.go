@@ -139,6 +139,28 @@ func TestParseErrors(t *testing.T) {
 			wantErr: []string{`line 32: expect[0].relative[0].of: profile "capacityscheduling" is not run`},
 		},
 		{
+			name: "fair share tolerance out of range",
+			edit: func(s string) string {
+				return strings.Replace(s, "speedup: 5\n", "speedup: 5\nfairShareTolerance: 1.5\n", 1)
+			},
+			wantErr: []string{"line 3: fairShareTolerance: must be a dominant share between 0 and 1, both excluded, such as 0.05 (got 1.5)"},
+		},
+		{
+			name: "time to fair share without a burst",
+			edit: func(s string) string {
+				return strings.Replace(s, "  partialGangs: 0\n", "  partialGangs: 0\n  maxTimeToFairShare: 2\n", 1)
+			},
+			wantErr: []string{"line 31: expect[0].maxTimeToFairShare: no burst to time: no workload of a queue arrives after the start"},
+		},
+		{
+			name: "negative time to fair share",
+			edit: func(s string) string {
+				s = strings.Replace(s, "  every: 1s\n", "  every: 1s\n  arrival: 2s\n", 1)
+				return strings.Replace(s, "  partialGangs: 0\n", "  partialGangs: 0\n  maxTimeToFairShare: -1\n", 1)
+			},
+			wantErr: []string{"line 32: expect[0].maxTimeToFairShare: must be a non-negative number of seconds (got -1)"},
+		},
+		{
 			name:    "wrong type",
 			edit:    func(s string) string { return strings.Replace(s, "members: 3", "members: three", 1) },
 			wantErr: []string{"line 26: workloads[1].members: cannot unmarshal !!str `three` into int"},

@@ -206,6 +206,9 @@ func (s *Scenario) validate() []fieldError {
 	} else if s.Speedup < 1 {
 		v.errorf(path{"speedup"}, "must be at least 1 (got %v)", s.Speedup)
 	}
+	if t := s.FairShareTolerance; t != nil && !(*t > 0 && *t < 1) {
+		v.errorf(path{"fairShareTolerance"}, "must be a dominant share between 0 and 1, both excluded, such as 0.05 (got %v)", *t)
+	}
 	s.timeout = v.duration(path{"timeout"}, s.Timeout, 2*time.Minute)
 	s.settle = v.duration(path{"settle"}, s.Settle, 15*time.Second)
 	s.gangWait = v.duration(path{"gangTimeout"}, s.GangTimeout, 10*time.Second)
@@ -327,6 +330,11 @@ func (s *Scenario) validate() []fieldError {
 		}
 		if e.MaxShareDeviation != nil && *e.MaxShareDeviation < 0 {
 			v.errorf(p.with("maxShareDeviation"), "must not be negative")
+		}
+		if b := e.MaxTimeToFairShare; b != nil && *b < 0 {
+			v.errorf(p.with("maxTimeToFairShare"), "must be a non-negative number of seconds (got %v)", *b)
+		} else if b != nil && len(s.bursts()) == 0 {
+			v.errorf(p.with("maxTimeToFairShare"), "no burst to time: no workload of a queue arrives after the start")
 		}
 	}
 	sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].line < v.errs[j].line })
