@@ -27,6 +27,10 @@ type ProportionArgs struct {
 	// minResources plus what other admitted gangs still need fit within
 	// factor × the cluster's allocatable, less what is in use.
 	OvercommitFactor float64
+	// DRFPreemption lets a gang evict members above minMember of a gang of
+	// the same queue and priority when that lowers the gap between their
+	// dominant shares: the preemptor's share after < the victim's after.
+	DRFPreemption bool
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -35,8 +39,9 @@ type ProportionArgs struct {
 type CapacityArgs struct {
 	metav1.TypeMeta
 
-	// OvercommitFactor: as for ProportionArgs.
+	// OvercommitFactor and DRFPreemption: as for ProportionArgs.
 	OvercommitFactor float64
+	DRFPreemption    bool
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -262,6 +262,9 @@ func (s *State) ProjectedShare(allocated, requests v1.ResourceList, n int) float
 	return share
 }
 
+// DominantShare is max over resources of v ÷ what the queues divide.
+func (snap *Snapshot) DominantShare(v Vector) float64 { return dominantShare(v, snap.Total) }
+
 func dominantShare(allocated, total Vector) float64 {
 	share := 0.0
 	for k, a := range allocated {

@@ -335,6 +335,76 @@ func TestDRF(t *testing.T) {
 	}
 }
 
+// TestDRFPreemption: one queue, a cpu-heavy job holds the whole node when
+// a memory-heavy job of the same priority arrives. With drfPreemption the
+// memory-heavy job evicts cpu-heavy members until the dominant shares are
+// equal within one task, and then nothing more (the victim's share after
+// an eviction must stay above the preemptor's: no preemption back); it
+// never takes a job below its minMember. Without it, nothing is evicted.
+func TestDRFPreemption(t *testing.T) {
+	withMemory := func(mem string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse(mem)
+		}
+	}
+	for _, drf := range []bool{true, false} {
+		t.Run(fmt.Sprintf("drfPreemption=%v", drf), func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 1, simulator.NodeShape{CPU: "32", Memory: "128Gi"})
+			e.queue("q", v1alpha1.QueueSpec{Weight: 1})
+			cpuHeavy := e.gangOf("cpu-heavy", "q", 2, 20, "2", withMemory("1Gi"))
+			e.startScheduler(gangConfig(t) + fmt.Sprintf(`
+  pluginConfig:
+  - name: Proportion
+    args:
+      drfPreemption: %v
+`, drf))
+			e.waitSettled(time.Second)
+			if n := count(e.bound(), cpuHeavy); n != 16 {
+				t.Fatalf("cpu-heavy has %d pods bound before mem-heavy arrives, want 16 (the whole node)", n)
+			}
+			memHeavy := e.gangOf("mem-heavy", "q", 1, 40, "1", withMemory("4Gi"))
+			bound := e.waitSettled(2 * time.Second)
+			a, b := count(bound, cpuHeavy), count(bound, memHeavy)
+			left := e.podNames()
+			evictedA, evictedB := missing(left, cpuHeavy), missing(left, memHeavy)
+			shareA, shareB := float64(2*a)/32, float64(4*b)/128
+			t.Logf("cpu-heavy: %d bound (%.3f), %d evicted; mem-heavy: %d bound (%.3f), %d evicted", a, shareA, evictedA, b, shareB, evictedB)
+			if evictedB > 0 {
+				t.Errorf("%d mem-heavy pods evicted: the preemptor must never be preempted back", evictedB)
+			}
+			if !drf {
+				if evictedA > 0 || b > 0 {
+					t.Errorf("without drfPreemption: %d cpu-heavy pods evicted, %d mem-heavy bound; want none", evictedA, b)
+				}
+				return
+			}
+			if a < 2 {
+				t.Errorf("cpu-heavy left with %d pods, below its minMember 2", a)
+			}
+			if math.Abs(shareA-shareB) > 2.0/32+1e-9 {
+				t.Errorf("dominant shares differ by more than one task: cpu-heavy %.3f, mem-heavy %.3f", shareA, shareB)
+			}
+			// Each eviction freed room mem-heavy used: 2 cpu for 2 pods.
+			if want := (b + 1) / 2; evictedA > want {
+				t.Errorf("%d cpu-heavy pods evicted for %d mem-heavy pods; at most %d needed", evictedA, b, want)
+			}
+			e.waitEvent("cpu-heavy", "Preempted", "to even dominant shares (DRF) with gang "+e.ns+"/mem-heavy")
+		})
+	}
+}
+
+// missing counts the names that are not in left.
+func missing(left map[string]bool, names []string) int {
+	n := 0
+	for _, name := range names {
+		if !left[name] {
+			n++
+		}
+	}
+	return n
+}
+
 // waitSettled waits until the case's bound pods have not changed for quiet
 // and returns them.
 func (e *env) waitSettled(quiet time.Duration) map[string]string {

@@ -99,7 +99,7 @@ func TestReclaim(t *testing.T) {
 			t.Errorf("gang a%d left running with %d members, below its minMember 4", i, running)
 		}
 	}
-	e.waitEvent("a0", "Reclaimed", "evicted 1 pods to let gang")
+	e.waitEvent("a0", "Reclaimed", fmt.Sprintf("evicted 1 pods of %s/a0 to give queue qb its deserved share (gang %s/b)", e.ns, e.ns))
 }
 
 // TestReclaimEvictsNothingForAGangThatCannotFit: the gang would be admitted,

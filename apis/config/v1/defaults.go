@@ -3,6 +3,7 @@ package v1
 import (
 	corev1 "k8s.io/api/core/v1"
 	schedulerconfigv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
 )
 
 func defaultBinpackResources() []schedulerconfigv1.ResourceSpec {
@@ -28,19 +29,27 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 // cluster by default.
 const DefaultOvercommitFactor = 1.2
 
-// SetDefaults_ProportionArgs sets the default overcommit factor.
+// SetDefaults_ProportionArgs sets the default overcommit factor; DRF
+// preemption is off unless asked for.
 func SetDefaults_ProportionArgs(obj *ProportionArgs) {
 	if obj.OvercommitFactor == nil {
 		v := DefaultOvercommitFactor
 		obj.OvercommitFactor = &v
 	}
+	if obj.DRFPreemption == nil {
+		obj.DRFPreemption = ptr.To(false)
+	}
 }
 
-// SetDefaults_CapacityArgs sets the default overcommit factor.
+// SetDefaults_CapacityArgs sets the default overcommit factor; DRF
+// preemption is off unless asked for.
 func SetDefaults_CapacityArgs(obj *CapacityArgs) {
 	if obj.OvercommitFactor == nil {
 		v := DefaultOvercommitFactor
 		obj.OvercommitFactor = &v
+	}
+	if obj.DRFPreemption == nil {
+		obj.DRFPreemption = ptr.To(false)
 	}
 }
 

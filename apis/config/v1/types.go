@@ -29,6 +29,12 @@ type ProportionArgs struct {
 	// factor × the cluster's allocatable, less what is in use. Default 1.2;
 	// at least 1.
 	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
+	// DRFPreemption lets a gang evict members above minMember of another
+	// gang of the same queue and priority when that lowers the gap between
+	// their dominant shares (the preemptor's share after < the victim's
+	// share after): DRF fairness among running jobs, at the price of
+	// evicting work of equal priority. Default false.
+	DRFPreemption *bool `json:"drfPreemption,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -40,6 +46,8 @@ type CapacityArgs struct {
 
 	// OvercommitFactor: as for ProportionArgs. Default 1.2; at least 1.
 	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
+	// DRFPreemption: as for ProportionArgs. Default false.
+	DRFPreemption *bool `json:"drfPreemption,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

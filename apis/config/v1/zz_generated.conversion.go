@@ -106,6 +106,9 @@ func autoConvert_v1_CapacityArgs_To_config_CapacityArgs(in *CapacityArgs, out *c
 	if err := metav1.Convert_Pointer_float64_To_float64(&in.OvercommitFactor, &out.OvercommitFactor, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.DRFPreemption, &out.DRFPreemption, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -116,6 +119,9 @@ func Convert_v1_CapacityArgs_To_config_CapacityArgs(in *CapacityArgs, out *confi
 
 func autoConvert_config_CapacityArgs_To_v1_CapacityArgs(in *config.CapacityArgs, out *CapacityArgs, s conversion.Scope) error {
 	if err := metav1.Convert_float64_To_Pointer_float64(&in.OvercommitFactor, &out.OvercommitFactor, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.DRFPreemption, &out.DRFPreemption, s); err != nil {
 		return err
 	}
 	return nil
@@ -154,6 +160,9 @@ func autoConvert_v1_ProportionArgs_To_config_ProportionArgs(in *ProportionArgs, 
 	if err := metav1.Convert_Pointer_float64_To_float64(&in.OvercommitFactor, &out.OvercommitFactor, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.DRFPreemption, &out.DRFPreemption, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -164,6 +173,9 @@ func Convert_v1_ProportionArgs_To_config_ProportionArgs(in *ProportionArgs, out 
 
 func autoConvert_config_ProportionArgs_To_v1_ProportionArgs(in *config.ProportionArgs, out *ProportionArgs, s conversion.Scope) error {
 	if err := metav1.Convert_float64_To_Pointer_float64(&in.OvercommitFactor, &out.OvercommitFactor, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.DRFPreemption, &out.DRFPreemption, s); err != nil {
 		return err
 	}
 	return nil

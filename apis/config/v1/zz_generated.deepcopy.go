@@ -65,6 +65,11 @@ func (in *CapacityArgs) DeepCopyInto(out *CapacityArgs) {
 		*out = new(float64)
 		**out = **in
 	}
+	if in.DRFPreemption != nil {
+		in, out := &in.DRFPreemption, &out.DRFPreemption
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 
@@ -123,6 +128,11 @@ func (in *ProportionArgs) DeepCopyInto(out *ProportionArgs) {
 	if in.OvercommitFactor != nil {
 		in, out := &in.OvercommitFactor, &out.OvercommitFactor
 		*out = new(float64)
+		**out = **in
+	}
+	if in.DRFPreemption != nil {
+		in, out := &in.DRFPreemption, &out.DRFPreemption
+		*out = new(bool)
 		**out = **in
 	}
 	return

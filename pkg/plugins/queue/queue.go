@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
@@ -45,11 +46,18 @@ type Plugin struct {
 	recorder events.EventRecorder
 	// pdbs reports whether a disruption budget protects a pod now.
 	pdbs func(*v1.Pod) bool
+	// drfPreemption lets gangs of one queue and priority preempt each
+	// other's members above minMember when that evens their dominant
+	// shares.
+	drfPreemption bool
 
 	mu sync.Mutex
 	// evicted holds, per gang, the victims evicted for it that may still
 	// be terminating.
 	evicted map[gang.Key][]victim
+	// nominated holds, per gang, the requests of members nominated to room
+	// evicted for them and not placed yet.
+	nominated map[gang.Key]map[types.UID]queue.Vector
 }
 
 var (
@@ -64,7 +72,7 @@ func NewProportion(ctx context.Context, obj runtime.Object, h framework.Handle) 
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type ProportionArgs, got %T", obj)
 	}
-	return newPlugin(ctx, h, ProportionName, queue.Proportion, args.OvercommitFactor)
+	return newPlugin(ctx, h, ProportionName, queue.Proportion, args.OvercommitFactor, args.DRFPreemption)
 }
 
 // NewCapacity builds the Capacity plugin.
@@ -73,10 +81,10 @@ func NewCapacity(ctx context.Context, obj runtime.Object, h framework.Handle) (f
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type CapacityArgs, got %T", obj)
 	}
-	return newPlugin(ctx, h, CapacityName, queue.Capacity, args.OvercommitFactor)
+	return newPlugin(ctx, h, CapacityName, queue.Capacity, args.OvercommitFactor, args.DRFPreemption)
 }
 
-func newPlugin(ctx context.Context, h framework.Handle, name string, policy queue.Policy, overcommit float64) (*Plugin, error) {
+func newPlugin(ctx context.Context, h framework.Handle, name string, policy queue.Policy, overcommit float64, drfPreemption bool) (*Plugin, error) {
 	if err := validation.ValidateOvercommitFactor(field.NewPath(name+"Args"), overcommit); err != nil {
 		return nil, err
 	}
@@ -94,11 +102,12 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 	}
 	pdbLister := h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	return &Plugin{
-		name: name, gangs: b.Gangs, state: s,
-		placer:   &placement.Placer{Handle: h, Framework: fw},
-		client:   h.ClientSet(),
-		evicted:  map[gang.Key][]victim{},
-		recorder: b.Recorder(),
+		name: name, gangs: b.Gangs, state: s, drfPreemption: drfPreemption,
+		placer:    &placement.Placer{Handle: h, Framework: fw},
+		client:    h.ClientSet(),
+		evicted:   map[gang.Key][]victim{},
+		nominated: map[gang.Key]map[types.UID]queue.Vector{},
+		recorder:  b.Recorder(),
 		pdbs: pdbBlocks(func(ns string) ([]pdb, error) {
 			list, err := pdbLister.PodDisruptionBudgets(ns).List(labels.Everything())
 			if err != nil {

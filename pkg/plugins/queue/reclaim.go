@@ -25,29 +25,50 @@ import (
 // unit is what reclaim evicts together: one member above its gang's
 // minMember, or a whole gang (never part of one below its minimum).
 type unit struct {
-	gang  gang.Key
-	queue string
-	pods  []*v1.Pod
-	usage queue.Vector
-	whole bool
+	gang   gang.Key
+	queue  string
+	pods   []*v1.Pod
+	usage  queue.Vector
+	reason reason
 }
+
+// reason is why a unit may be evicted.
+type reason int
+
+const (
+	// reclaim: the unit's queue is reclaimable and above its deserved
+	// share, the preemptor's below.
+	reclaim reason = iota
+	// preempt: the unit's gang has a lower priority in the same queue.
+	preempt
+	// evenShares: same queue and priority, and the eviction lowers the gap
+	// between the two gangs' dominant shares (DRF preemption).
+	evenShares
+)
 
 // PostFilter reclaims and preempts for a starving gang, transactionally:
 // it looks for victims such that every member the gang still needs fits
 // afterwards, and evicts nothing unless they all do. Victims come first
 // from reclaimable queues above their deserved share (never below their
-// guarantee), then from lower-priority gangs of the gang's own queue;
-// members above a victim gang's minMember before whole gangs; never a
+// guarantee), then from lower-priority gangs of the gang's own queue, then
+// (with DRF preemption on) members above minMember of same-priority gangs
+// of that queue whose dominant share stays above the preemptor's; members
+// above a victim gang's minMember before whole gangs; never a
 // system-critical pod or one whose PodDisruptionBudget allows no
 // disruption. The gang's queue must stay within its ceiling afterwards, so
-// two queues never reclaim from each other in turn.
+// two queues never reclaim from each other in turn; a DRF preemption
+// leaves the victim's share above the preemptor's, so two gangs never
+// preempt each other in turn either.
+//
+// A gang that is ready already (an elastic member) preempts only within
+// its queue: it has started, and its queue's share is not what holds it.
 func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
 	key, ok := gang.KeyOf(pod)
 	if !ok || (pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	st := pl.gangs.Status(key)
-	if st.Invalid != "" || st.Ready() {
+	if st.Invalid != "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if _, _, placing := pl.gangs.PlannedNode(key, pod.UID, time.Now()); placing {
@@ -63,8 +84,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	// other. (Admit is asked again rather than g.Admitted read: a gang of
 	// one is never recorded as admitted.)
 	admitted, _ := pl.state.Admit(&st, snap)
-	preemptOnly := !admitted
-	members := gang.PickMembers(pod, pl.gangs.PendingMembers(key), &st)
+	withinQueue := !admitted || st.Ready()
+	members := []*v1.Pod{pod}
+	if !st.Ready() {
+		members = gang.PickMembers(pod, pl.gangs.PendingMembers(key), &st)
+	}
 	need := queue.Vector{}
 	for _, m := range members {
 		need.Add(queue.FromList(podRequests(m)))
@@ -73,8 +97,8 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if n := pl.terminating(key); n > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
 	}
-	units := pl.candidates(snap, key, g.Queue, corev1helpers.PodPriority(pod), need, preemptOnly)
-	victims, plan, err := pl.chooseVictims(ctx, members, units, &st, need)
+	units := pl.candidates(snap, key, g.Queue, corev1helpers.PodPriority(pod), need, withinQueue)
+	victims, plan, err := pl.chooseVictims(ctx, snap, members, units, &st, need)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -83,27 +107,33 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
 	}
 	pl.recordEvictions(key, victims)
-	if err := pl.evict(ctx, key, victims); err != nil {
+	if err := pl.evict(ctx, key, g.Queue, victims); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	pl.gangs.DropPlan(key)
-	// No nomination: the scheduler would count a nominated member again in
-	// the gang's own trial placement. The room stays the gang's without
-	// one: the victims' queues are at their ceiling now.
 	logger.V(3).Info("Reclaim planned the gang", "gang", key, "members", len(plan))
+	if node, ok := plan[pod.UID]; ok && len(plan) == 1 {
+		// A single pod is nominated, as stock preemption does: lower- and
+		// equal-priority pods then leave the room to it.
+		pl.recordNomination(key, pod)
+		return framework.NewPostFilterResultWithNominatedNode(node), fwk.NewStatus(fwk.Success)
+	}
+	// A gang's members are not nominated: the scheduler would count a
+	// nominated member again in the gang's own trial placement. The room
+	// stays the gang's without: the victims' queues are at their ceiling.
 	return nil, fwk.NewStatus(fwk.Success)
 }
 
 // candidates lists the units reclaim and preemption may take, in the order
 // they are preferred.
-func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, preemptOnly bool) []unit {
-	var extras, wholes, lower []unit
+func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, withinQueue bool) []unit {
+	var extras, wholes, lower, byShare []unit
 	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
 		if key == preemptor || g.Allocated == nil {
 			return true
 		}
 		sameQueue := g.Queue == preemptorQueue
-		if preemptOnly && !sameQueue {
+		if withinQueue && !sameQueue {
 			return true
 		}
 		f := snap.Queues[g.Queue]
@@ -117,34 +147,48 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		if len(bound) == 0 || !evictable(bound, pl.pdbs) {
 			return true
 		}
-		if sameQueue {
-			if corev1helpers.PodPriority(bound[0]) >= priority {
-				return true
-			}
-			lower = append(lower, wholeUnit(key, g.Queue, bound))
-			return true
-		}
 		// Members already being deleted are not counted: taking "extras"
 		// must never leave the gang below its minimum.
 		extra := len(bound) - int(pl.gangs.Status(key).Spec.MinMember)
-		for i := 0; i < extra && i < len(bound); i++ { // newest first
-			extras = append(extras, unit{gang: key, queue: g.Queue, pods: bound[i : i+1], usage: queue.FromList(podRequests(bound[i]))})
+		if sameQueue {
+			switch p := corev1helpers.PodPriority(bound[0]); {
+			case p < priority:
+				lower = append(lower, wholeUnit(key, g.Queue, bound, preempt))
+			case p == priority && pl.drfPreemption:
+				byShare = append(byShare, extraUnits(key, g.Queue, bound, extra, evenShares)...)
+			}
+			return true
 		}
-		wholes = append(wholes, wholeUnit(key, g.Queue, bound))
+		extras = append(extras, extraUnits(key, g.Queue, bound, extra, reclaim)...)
+		wholes = append(wholes, wholeUnit(key, g.Queue, bound, reclaim))
 		return true
 	})
 	// Fewest pods first among whole gangs; stable for equal sizes.
 	sort.SliceStable(wholes, func(i, j int) bool { return len(wholes[i].pods) < len(wholes[j].pods) })
 	sort.SliceStable(lower, func(i, j int) bool { return len(lower[i].pods) < len(lower[j].pods) })
-	return append(append(extras, wholes...), lower...)
+	// Members of the gang with the highest dominant share first.
+	sort.SliceStable(byShare, func(i, j int) bool {
+		return snap.Gang(byShare[i].gang).DominantShare > snap.Gang(byShare[j].gang).DominantShare
+	})
+	return append(append(append(extras, wholes...), lower...), byShare...)
 }
 
-func wholeUnit(key gang.Key, q string, pods []*v1.Pod) unit {
-	u := unit{gang: key, queue: q, pods: pods, usage: queue.Vector{}, whole: true}
+func wholeUnit(key gang.Key, q string, pods []*v1.Pod, why reason) unit {
+	u := unit{gang: key, queue: q, pods: pods, usage: queue.Vector{}, reason: why}
 	for _, p := range pods {
 		u.usage.Add(queue.FromList(podRequests(p)))
 	}
 	return u
+}
+
+// extraUnits are a gang's first n bound members (newest first), one unit
+// each.
+func extraUnits(key gang.Key, q string, bound []*v1.Pod, n int, why reason) []unit {
+	var out []unit
+	for i := 0; i < n && i < len(bound); i++ {
+		out = append(out, unit{gang: key, queue: q, pods: bound[i : i+1], usage: queue.FromList(podRequests(bound[i])), reason: why})
+	}
+	return out
 }
 
 // overDeserved reports whether the queue holds more than it deserves in a
@@ -175,10 +219,16 @@ func evictable(pods []*v1.Pod, pdbs func(*v1.Pod) bool) bool {
 // chooseVictims adds units in order while they are allowed, until the
 // gang's needed members all fit; then drops every unit the fit does not
 // need. It returns no victims when the gang cannot fit at all.
-func (pl *Plugin) chooseVictims(ctx context.Context, members []*v1.Pod, units []unit, st *gang.Status, need queue.Vector) ([]unit, map[types.UID]string, error) {
-	snap := pl.state.Last()
+func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, members []*v1.Pod, units []unit, st *gang.Status, need queue.Vector) ([]unit, map[types.UID]string, error) {
 	own := queue.QueueOf(st)
 	taken := map[string]queue.Vector{} // per victim queue
+	takenFrom := map[gang.Key]queue.Vector{}
+	// The preemptor's dominant share once the members are placed, with
+	// its members nominated to room evicted earlier and not placed yet.
+	ownAfter := queue.FromList(st.Allocated)
+	ownAfter.Add(need)
+	ownAfter.Add(pl.nominatedRequests(st.Key))
+	shareAfter := snap.DominantShare(ownAfter)
 	var chosen []unit
 	fits := func(us []unit) (map[types.UID]string, error) {
 		// The gang's queue must be within its ceiling once its own victims
@@ -206,8 +256,9 @@ func (pl *Plugin) chooseVictims(ctx context.Context, members []*v1.Pod, units []
 	}
 	var plan map[types.UID]string
 	for _, u := range units {
-		f := snap.Queues[u.queue]
-		if u.queue != own { // reclaim from another queue: within its budget
+		switch u.reason {
+		case reclaim: // from another queue: within its budget
+			f := snap.Queues[u.queue]
 			after := f.Allocated.Clone()
 			after.Sub(taken[u.queue])
 			if !stillOver(after, f.Deserved, members) {
@@ -217,12 +268,27 @@ func (pl *Plugin) chooseVictims(ctx context.Context, members []*v1.Pod, units []
 			if ok, _ := f.Guarantee.Fits(after); !ok {
 				continue // would take it below its guarantee
 			}
+		case evenShares: // the victim's share must stay above ours
+			v := snap.Gang(u.gang)
+			if v == nil {
+				continue
+			}
+			left := v.Allocated.Clone()
+			left.Sub(takenFrom[u.gang])
+			left.Sub(u.usage)
+			if shareAfter >= snap.DominantShare(left) {
+				continue
+			}
 		}
 		chosen = append(chosen, u)
 		if taken[u.queue] == nil {
 			taken[u.queue] = queue.Vector{}
 		}
 		taken[u.queue].Add(u.usage)
+		if takenFrom[u.gang] == nil {
+			takenFrom[u.gang] = queue.Vector{}
+		}
+		takenFrom[u.gang].Add(u.usage)
 		p, err := fits(chosen)
 		if err != nil {
 			return nil, nil, err
@@ -262,30 +328,49 @@ func stillOver(after, deserved queue.Vector, members []*v1.Pod) bool {
 	return false
 }
 
-// evict deletes the victims and says why, on each victim and its gang.
-func (pl *Plugin) evict(ctx context.Context, preemptor gang.Key, units []unit) error {
-	logger := klog.FromContext(ctx)
-	byGang := map[gang.Key]int{}
+// evict deletes the victims and says why, on each victim and its gang:
+// "evicted 2 pods of team-a/job-7 to give queue team-b its deserved share
+// (gang team-b/job-9)".
+func (pl *Plugin) evict(ctx context.Context, preemptor gang.Key, preemptorQueue string, units []unit) error {
+	type victimGang struct {
+		key gang.Key
+		why reason
+	}
+	byGang := map[victimGang]int{}
 	for _, u := range units {
+		event, why := u.reason.describe(preemptor, preemptorQueue)
 		for _, p := range u.pods {
 			err := pl.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
 			}
-			byGang[u.gang]++
-			pl.recorder.Eventf(p, nil, v1.EventTypeNormal, "Reclaimed", "Evict", "evicted to let gang %s/%s start", preemptor.Namespace, preemptor.Name)
+			byGang[victimGang{u.gang, u.reason}]++
+			pl.recorder.Eventf(p, nil, v1.EventTypeNormal, event, "Evict", "evicted %s", why)
 		}
 	}
 	var parts []string
-	for k, n := range byGang {
-		parts = append(parts, fmt.Sprintf("%d of %s/%s", n, k.Namespace, k.Name))
-		if pg := pl.gangs.Status(k).Spec.PodGroup; pg != nil {
-			pl.recorder.Eventf(pg, nil, v1.EventTypeWarning, "Reclaimed", "Evict", "evicted %d pods to let gang %s/%s start", n, preemptor.Namespace, preemptor.Name)
+	for v, n := range byGang {
+		event, why := v.why.describe(preemptor, preemptorQueue)
+		parts = append(parts, fmt.Sprintf("%d pods of %s/%s %s", n, v.key.Namespace, v.key.Name, why))
+		if pg := pl.gangs.Status(v.key).Spec.PodGroup; pg != nil {
+			pl.recorder.Eventf(pg, nil, v1.EventTypeWarning, event, "Evict", "evicted %d pods of %s/%s %s", n, v.key.Namespace, v.key.Name, why)
 		}
 	}
 	sort.Strings(parts)
-	logger.Info("Reclaimed for gang", "gang", preemptor, "evicted", strings.Join(parts, ", "))
+	klog.FromContext(ctx).Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
 	return nil
+}
+
+// describe returns the Event reason and the why of an eviction.
+func (r reason) describe(preemptor gang.Key, preemptorQueue string) (event, why string) {
+	switch r {
+	case preempt:
+		return "Preempted", fmt.Sprintf("for gang %s/%s of higher priority", preemptor.Namespace, preemptor.Name)
+	case evenShares:
+		return "Preempted", fmt.Sprintf("to even dominant shares (DRF) with gang %s/%s", preemptor.Namespace, preemptor.Name)
+	default:
+		return "Reclaimed", fmt.Sprintf("to give queue %s its deserved share (gang %s/%s)", preemptorQueue, preemptor.Namespace, preemptor.Name)
+	}
 }
 
 // pdbBlocks reports whether a PodDisruptionBudget selecting pod allows no
@@ -323,6 +408,55 @@ func (pl *Plugin) recordEvictions(preemptor gang.Key, units []unit) {
 		}
 	}
 	pl.evicted[preemptor] = victims
+}
+
+// recordNomination remembers a member nominated to room evicted for it,
+// until it is placed or gone; it forgets every other gang's members that
+// were placed or went away since, so the record stays as small as the
+// nominations in flight.
+func (pl *Plugin) recordNomination(key gang.Key, pod *v1.Pod) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for k := range pl.nominated {
+		pl.nominatedLocked(k)
+	}
+	if pl.nominated[key] == nil {
+		pl.nominated[key] = map[types.UID]queue.Vector{}
+	}
+	pl.nominated[key][pod.UID] = queue.FromList(podRequests(pod))
+}
+
+// nominatedRequests sums the requests of the gang's nominated members that
+// are still pending: the gang's allocation does not count them yet, and a
+// DRF preemption that left them out would evict for room already promised.
+func (pl *Plugin) nominatedRequests(key gang.Key) queue.Vector {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.nominatedLocked(key)
+}
+
+// nominatedLocked forgets the gang's nominated members that are no longer
+// pending and sums the requests of the rest. pl.mu held.
+func (pl *Plugin) nominatedLocked(key gang.Key) queue.Vector {
+	sum := queue.Vector{}
+	if len(pl.nominated[key]) == 0 {
+		return sum
+	}
+	pending := map[types.UID]bool{}
+	for _, p := range pl.gangs.PendingMembers(key) {
+		pending[p.UID] = true
+	}
+	for uid, r := range pl.nominated[key] {
+		if !pending[uid] {
+			delete(pl.nominated[key], uid)
+			continue
+		}
+		sum.Add(r)
+	}
+	if len(pl.nominated[key]) == 0 {
+		delete(pl.nominated, key)
+	}
+	return sum
 }
 
 // victim is an evicted pod, by gang, UID and node.

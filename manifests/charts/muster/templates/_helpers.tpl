@@ -128,7 +128,7 @@ release namespace (the scheduler's POD_NAMESPACE); see pkg/controllers. */}}
 {{- $args = append $args (dict "name" "Gang" "args" (dict "defaultScheduleTimeoutSeconds" $p.gang.defaultScheduleTimeoutSeconds)) -}}
 {{- end -}}
 {{- if $queue -}}
-{{- $args = append $args (dict "name" $p.queue.policy "args" (dict "overcommitFactor" $p.queue.overcommitFactor)) -}}
+{{- $args = append $args (dict "name" $p.queue.policy "args" (dict "overcommitFactor" $p.queue.overcommitFactor "drfPreemption" $p.queue.drfPreemption)) -}}
 {{- end -}}
 {{- if $p.binpack.enabled -}}
 {{- $args = append $args (dict "name" "Binpack" "args" (dict "resources" $p.binpack.resources)) -}}
