@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
 // Status is a consistent view of one gang: its spec and where its members
@@ -35,6 +36,8 @@ type Status struct {
 	// Bound those of members bound and not finished; Pending those of
 	// members neither placed nor finished.
 	Allocated, Bound, Pending v1.ResourceList
+	// Priority is the highest priority among the live members.
+	Priority int32
 }
 
 // Started reports whether at least minMember members are bound.
@@ -98,6 +101,9 @@ func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.
 		}
 		live := p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil
 		if live {
+			if prio := corev1helpers.PodPriority(p); s.Live == 0 || prio > s.Priority {
+				s.Priority = prio
+			}
 			s.Live++
 			s.LiveByRole[role]++
 		}

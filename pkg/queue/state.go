@@ -73,6 +73,8 @@ type Gang struct {
 	Allocated    Vector
 	Admitted     bool
 	Ready        bool
+	// Priority is the highest priority among the gang's live members.
+	Priority int32
 	// DominantShare is max over resources of bound/total (DRF): what the
 	// gang holds, not what it is being given while it is placed, so that
 	// the order of a gang does not change under its members' feet.
@@ -174,7 +176,7 @@ func (s *State) refreshGang(key gang.Key) {
 		return
 	}
 	q := QueueOf(&st)
-	g := &Gang{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready()}
+	g := &Gang{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready(), Priority: st.Priority}
 	g.Admitted = s.admitted[key] || st.Placed > 0
 	if st.Placed > 0 {
 		delete(s.admitted, key) // placed members keep it admitted now

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -46,6 +47,8 @@ type Plugin struct {
 	recorder events.EventRecorder
 	// pdbs reports whether a disruption budget protects a pod now.
 	pdbs func(*v1.Pod) bool
+	// logger is the scheduler's, for work done outside a scheduling cycle.
+	logger klog.Logger
 	// drfPreemption lets gangs of one queue and priority preempt each
 	// other's members above minMember when that evens their dominant
 	// shares.
@@ -101,8 +104,8 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 		return nil, fmt.Errorf("queue policies need the scheduler framework as their handle, got %T", h)
 	}
 	pdbLister := h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
-	return &Plugin{
-		name: name, gangs: b.Gangs, state: s, drfPreemption: drfPreemption,
+	pl := &Plugin{
+		name: name, gangs: b.Gangs, state: s, drfPreemption: drfPreemption, logger: klog.FromContext(ctx),
 		placer:    &placement.Placer{Handle: h, Framework: fw},
 		client:    h.ClientSet(),
 		evicted:   map[gang.Key][]victim{},
@@ -123,7 +126,12 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 			}
 			return out, nil
 		}),
-	}, nil
+	}
+	_, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: pl.victimDeleted})
+	if err != nil {
+		return nil, err
+	}
+	return pl, nil
 }
 
 // Name returns the plugin's name.

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -84,7 +86,6 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	// other. (Admit is asked again rather than g.Admitted read: a gang of
 	// one is never recorded as admitted.)
 	admitted, _ := pl.state.Admit(&st, snap)
-	withinQueue := !admitted || st.Ready()
 	members := []*v1.Pod{pod}
 	if !st.Ready() {
 		members = gang.PickMembers(pod, pl.gangs.PendingMembers(key), &st)
@@ -93,6 +94,13 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	for _, m := range members {
 		need.Add(queue.FromList(podRequests(m)))
 	}
+	// A queue at its ceiling gains nothing from other queues' victims: only
+	// evicting its own work makes room under the ceiling.
+	atCeiling := false
+	if ok, _ := snap.FitsCeiling(g.Queue, need); !ok {
+		atCeiling = true
+	}
+	withinQueue := !admitted || st.Ready() || atCeiling
 	logger := klog.FromContext(ctx)
 	if n := pl.terminating(key); n > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
@@ -107,20 +115,25 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
 	}
 	pl.recordEvictions(key, victims)
-	if err := pl.evict(ctx, key, g.Queue, victims); err != nil {
+	if err := pl.evict(ctx, pod, key, g.Queue, victims); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	pl.gangs.DropPlan(key)
 	logger.V(3).Info("Reclaim planned the gang", "gang", key, "members", len(plan))
-	if node, ok := plan[pod.UID]; ok && len(plan) == 1 {
-		// A single pod is nominated, as stock preemption does: lower- and
-		// equal-priority pods then leave the room to it.
+	if node, ok := plan[pod.UID]; ok && len(plan) == 1 && slices.ContainsFunc(victims, func(u unit) bool { return u.reason != reclaim }) {
+		// Room made within the queue is nominated, as stock preemption
+		// does: the queue's own lower- and equal-priority pods would take
+		// it otherwise.
 		pl.recordNomination(key, pod)
 		return framework.NewPostFilterResultWithNominatedNode(node), fwk.NewStatus(fwk.Success)
 	}
-	// A gang's members are not nominated: the scheduler would count a
-	// nominated member again in the gang's own trial placement. The room
-	// stays the gang's without: the victims' queues are at their ceiling.
+	// Room reclaimed from other queues is not nominated: those queues are
+	// at their ceiling now, so it stays this queue's, and whichever of the
+	// queue's pods comes first takes it (a nominated pod would hold it idle
+	// until its own backoff ends: the fairness scenario took twice as long
+	// to reach fair shares). Nor are a gang's members nominated: the
+	// scheduler would count a nominated member again in the gang's own
+	// trial placement.
 	return nil, fwk.NewStatus(fwk.Success)
 }
 
@@ -143,6 +156,9 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		if !sameQueue && (!f.Reclaimable || !overDeserved(f, need)) {
 			return true
 		}
+		if sameQueue && (g.Priority > priority || g.Priority == priority && !pl.drfPreemption) {
+			return true // neither lower priority nor evened by share
+		}
 		bound := pl.gangs.BoundMembers(key)
 		if len(bound) == 0 || !evictable(bound, pl.pdbs) {
 			return true
@@ -151,10 +167,9 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		// must never leave the gang below its minimum.
 		extra := len(bound) - int(pl.gangs.Status(key).Spec.MinMember)
 		if sameQueue {
-			switch p := corev1helpers.PodPriority(bound[0]); {
-			case p < priority:
+			if g.Priority < priority {
 				lower = append(lower, wholeUnit(key, g.Queue, bound, preempt))
-			case p == priority && pl.drfPreemption:
+			} else {
 				byShare = append(byShare, extraUnits(key, g.Queue, bound, extra, evenShares)...)
 			}
 			return true
@@ -331,7 +346,10 @@ func stillOver(after, deserved queue.Vector, members []*v1.Pod) bool {
 // evict deletes the victims and says why, on each victim and its gang:
 // "evicted 2 pods of team-a/job-7 to give queue team-b its deserved share
 // (gang team-b/job-9)".
-func (pl *Plugin) evict(ctx context.Context, preemptor gang.Key, preemptorQueue string, units []unit) error {
+//
+// The pod whose cycle found the victims is each victim Event's related
+// object, as in kube-scheduler's own preemption.
+func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gang.Key, preemptorQueue string, units []unit) error {
 	type victimGang struct {
 		key gang.Key
 		why reason
@@ -345,7 +363,7 @@ func (pl *Plugin) evict(ctx context.Context, preemptor gang.Key, preemptorQueue 
 				return fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
 			}
 			byGang[victimGang{u.gang, u.reason}]++
-			pl.recorder.Eventf(p, nil, v1.EventTypeNormal, event, "Evict", "evicted %s", why)
+			pl.recorder.Eventf(p, preemptorPod, v1.EventTypeNormal, event, "Evict", "evicted %s", why)
 		}
 	}
 	var parts []string
@@ -464,6 +482,52 @@ type victim struct {
 	gang gang.Key
 	uid  types.UID
 	node string
+	// deleted: the scheduler's informer saw the pod go.
+	deleted bool
+}
+
+// victimDeleted activates a gang's pending members once every victim
+// evicted for it is gone: the room is free now, and waiting out the
+// members' backoff would leave it idle. (Events reaching the scheduling
+// queue while a member is in flight are replayed when it returns, so an
+// activation that overtakes the scheduler's own cache update is not lost.)
+func (pl *Plugin) victimDeleted(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	var freed []gang.Key
+	pl.mu.Lock()
+	for key, victims := range pl.evicted {
+		hit, left := false, 0
+		for i := range victims {
+			if victims[i].uid == pod.UID {
+				victims[i].deleted, hit = true, true
+			}
+			if !victims[i].deleted {
+				left++
+			}
+		}
+		if hit && left == 0 {
+			freed = append(freed, key)
+		}
+	}
+	pl.mu.Unlock()
+	for _, key := range freed {
+		pending := pl.gangs.PendingMembers(key)
+		if len(pending) == 0 {
+			continue
+		}
+		pods := make(map[string]*v1.Pod, len(pending))
+		for _, p := range pending {
+			pods[p.Namespace+"/"+p.Name] = p
+		}
+		pl.logger.V(4).Info("Victims gone: activating the gang's pending members", "gang", key, "members", len(pods))
+		pl.placer.Handle.Activate(pl.logger, pods)
+	}
 }
 
 // terminating counts the gang's victims still seen by the gang state (the
