@@ -89,9 +89,14 @@ type Result struct {
 	// running pod at the moment of peak allocation.
 	NodesUsed int            `json:"nodesUsed"`
 	FreeNodes map[string]int `json:"freeNodesAtPeak"`
-	// Evictions (running pods deleted: preemption), pods that were
-	// nominated (preemptors), and gangs an eviction left running below
-	// minMember.
+	// Evictions are running pods deleted (the runner deletes none:
+	// preemption). Preemptors are the pods that were nominated
+	// (status.nominatedNodeName) or are the related object of an
+	// events.k8s.io/v1 Event with reason Preempted or Reclaimed regarding
+	// an observed pod (the Event every scheduler compared records on each
+	// victim; Muster does not nominate when it reclaims), each pod once.
+	// VictimsPerPreemptor is Evictions ÷ Preemptors, 0 without preemptors.
+	// GangsBroken counts gangs an eviction left running below minMember.
 	Evictions           int     `json:"evictions"`
 	Preemptors          int     `json:"preemptors"`
 	VictimsPerPreemptor float64 `json:"victimsPerPreemptor"`
@@ -144,7 +149,7 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 		FreeNodes:             map[string]int{},
 		NodesUsed:             len(o.used),
 		Evictions:             o.evictions,
-		Preemptors:            o.preemptors,
+		Preemptors:            len(preemptorSet(o.pods, o.victimEvents())),
 		WallSeconds:           end.Sub(start).Seconds(),
 	}
 	var firstCreated, lastBound, lastDone time.Time

@@ -82,7 +82,8 @@ type observer struct {
 	bound        int
 	done         int
 	evictions    int
-	preemptors   int
+
+	victimStores []cache.Store // victim Events, see watchVictims
 }
 
 func newObserver(s *Scenario, gangs map[string]*gangRecord) *observer {
@@ -137,8 +138,13 @@ func newObserver(s *Scenario, gangs map[string]*gangRecord) *observer {
 	return o
 }
 
-// watch starts a pod informer feeding the observer; it stops with ctx.
-func (o *observer) watch(ctx context.Context, client kubernetes.Interface) (func(), error) {
+// watch starts a pod informer feeding the observer and the victim Event
+// informers of the namespaces; they stop with ctx or the returned function.
+func (o *observer) watch(ctx context.Context, client kubernetes.Interface, namespaces []string) (func(), error) {
+	stopVictims, err := o.watchVictims(ctx, client, namespaces)
+	if err != nil {
+		return nil, err
+	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -146,14 +152,19 @@ func (o *observer) watch(ctx context.Context, client kubernetes.Interface) (func
 		UpdateFunc: func(_, obj any) { o.update(obj) },
 		DeleteFunc: o.delete,
 	}); err != nil {
+		stopVictims()
 		return nil, err
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	stop := func() {
 		factory.Shutdown()
+		stopVictims()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		stop()
 		return nil, fmt.Errorf("pod informer did not sync")
 	}
-	return factory.Shutdown, nil
+	return stop, nil
 }
 
 func (o *observer) vector(list v1.ResourceList) []float64 {
@@ -194,9 +205,8 @@ func (o *observer) update(obj any) {
 			g.members = append(g.members, p)
 		}
 	}
-	if pod.Status.NominatedNodeName != "" && !p.nominated {
+	if pod.Status.NominatedNodeName != "" {
 		p.nominated = true
-		o.preemptors++
 	}
 	if pod.Spec.NodeName != "" && p.bound.IsZero() {
 		p.bound, p.node = now, pod.Spec.NodeName

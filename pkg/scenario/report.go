@@ -147,7 +147,7 @@ var rows = []row{
 	{"evictions / preemptors", func(r *Result) string { return fmt.Sprintf("%d / %d", r.Evictions, r.Preemptors) }, always},
 	{"victims per preemptor", func(r *Result) string {
 		if r.Preemptors == 0 {
-			return "-" // no pod was nominated: preemptors are not known
+			return "-" // no preemptor seen: no nomination, no victim Event
 		}
 		return fmt.Sprintf("%.2f", r.VictimsPerPreemptor)
 	}, hasEvictions},

@@ -87,7 +87,7 @@ func runProfile(parent context.Context, s *Scenario, profile string, opts Option
 		}
 	}
 	obs := newObserver(s, gangs)
-	stopWatch, err := obs.watch(ctx, cp.Client)
+	stopWatch, err := obs.watch(ctx, cp.Client, s.namespaces())
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +154,10 @@ func runProfile(parent context.Context, s *Scenario, profile string, opts Option
 	defer creators.Wait()
 
 	end, runErr := waitForEnd(ctx, s, profile, obs, createErr, start, opts)
+	if runErr == nil {
+		// Before the scheduler stops: its recorder may still be posting.
+		obs.awaitVictimEvents(ctx, victimEventsWait)
+	}
 	stopSched()
 	cancel()
 	if runErr != nil {
