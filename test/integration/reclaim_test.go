@@ -81,12 +81,9 @@ func TestReclaim(t *testing.T) {
 			evicted++
 		}
 	}
-	// The minimal set is the 4 members above minMember. Occasionally a
-	// second round evicts more (a known bug, see issue 4): the count is
-	// logged; what must always hold is checked.
-	t.Logf("evicted %d pods of qa (minimal: 4)", evicted)
-	if evicted < 4 {
-		t.Errorf("evicted %d pods of qa; qb's gang needs room for 4", evicted)
+	// The minimal set: the 4 members above minMember.
+	if evicted != 4 {
+		t.Errorf("evicted %d pods of qa; the minimal set is the 4 members above minMember", evicted)
 	}
 	for i := range 4 {
 		running := 0
