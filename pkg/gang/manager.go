@@ -49,9 +49,9 @@ type Manager struct {
 	listenersMu sync.Mutex
 	listeners   []func(Key)
 	onWake      []func(Key, []*v1.Pod)
-	// valid remembers which gangs were valid when last looked at, to tell
-	// when one becomes valid.
-	valid map[Key]bool
+	// refused holds the gangs that were invalid when a member was
+	// observed: their members wait at PreEnqueue until the gang is valid.
+	refused map[Key]bool
 }
 
 type group struct {
@@ -107,7 +107,7 @@ type Clients struct {
 // NewManager builds a Manager and starts its informers; they stop when ctx
 // ends. It returns once they have synced.
 func NewManager(ctx context.Context, c Clients) (*Manager, error) {
-	m := &Manager{groups: map[Key]*group{}, valid: map[Key]bool{}}
+	m := &Manager{groups: map[Key]*group{}, refused: map[Key]bool{}}
 	var synced []cache.InformerSynced
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.updatePod(obj) },
@@ -204,24 +204,22 @@ func (m *Manager) notifyChange(key Key) {
 	}
 }
 
-// checkValid wakes the gang's pending members when it became valid.
+// checkValid wakes the gang's pending members when it became valid after
+// Observe refused a member for it. A gang valid whenever it was observed
+// has no member to wake: PreEnqueue let them all in.
 func (m *Manager) checkValid(key Key) {
-	m.listenersMu.Lock()
-	n := len(m.onWake)
-	m.listenersMu.Unlock()
-	if n == 0 {
+	m.mu.Lock()
+	refused, known := m.refused[key]
+	if !known {
+		m.mu.Unlock()
 		return
 	}
-	m.mu.Lock()
-	s := m.statusLocked(key)
-	became := s.Invalid == "" && !m.valid[key]
-	if s.Invalid == "" {
-		m.valid[key] = true
-	} else {
-		delete(m.valid, key)
+	valid := m.statusLocked(key).Invalid == ""
+	if valid {
+		delete(m.refused, key)
 	}
 	m.mu.Unlock()
-	if became {
+	if valid && refused {
 		m.wake(key)
 	}
 }
@@ -265,11 +263,27 @@ func (m *Manager) ClusterChanged() {
 // pod before it is checked); OnWake listeners on another goroutine: the
 // scheduling queue calls PreEnqueue with its lock held, and they activate
 // pods in it.
-func (m *Manager) Observe(pod *v1.Pod) {
-	if key, ok := m.upsert(pod); ok {
-		m.notifyChange(key)
+//
+// It returns the gang's status with the pod in it. A gang invalid now is
+// remembered, so that its refused members are woken once it turns valid.
+func (m *Manager) Observe(pod *v1.Pod) (Key, Status, bool) {
+	key, ok := m.upsert(pod)
+	if !ok {
+		return Key{}, Status{}, false
+	}
+	m.mu.Lock()
+	s := m.statusLocked(key)
+	if s.Invalid != "" {
+		m.refused[key] = true
+	}
+	m.mu.Unlock()
+	m.notifyChange(key)
+	if s.Invalid != "" {
+		// The gang may have turned valid between the status and the
+		// record (a PodGroup arriving): look again off the queue's lock.
 		go m.checkValid(key)
 	}
+	return key, s, true
 }
 
 func (m *Manager) updatePod(obj any) {

@@ -87,12 +87,13 @@ func keyOf(pod *v1.Pod) (gang.Key, bool) { return gang.KeyOf(pod) }
 // enough members exist (per role too) and its labels or PodGroup make sense.
 func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	pl.batch.QueueStarted(ctx)
-	key, ok := keyOf(pod)
+	if _, ok := keyOf(pod); !ok {
+		return nil // not a gang's: PreEnqueue costs it nothing
+	}
+	key, s, ok := pl.manager.Observe(pod)
 	if !ok {
 		return nil
 	}
-	pl.manager.Observe(pod)
-	s := pl.manager.Status(key)
 	if s.Invalid != "" {
 		klog.FromContext(ctx).V(5).Info("Gang not valid yet", "pod", klog.KObj(pod), "gang", key, "reason", s.Invalid)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gang "+key.Namespace+"/"+key.Name+": "+s.Invalid)
