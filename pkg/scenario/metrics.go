@@ -96,11 +96,16 @@ type Result struct {
 	// an observed pod (the Event every scheduler compared records on each
 	// victim; Muster does not nominate when it reclaims), each pod once.
 	// VictimsPerPreemptor is Evictions ÷ Preemptors, 0 without preemptors.
+	// ReclaimedPods are the preemptors and the bound members of their
+	// gangs (a gang scheduler preempts once for a whole gang);
+	// VictimsPerReclaimedPod is Evictions ÷ ReclaimedPods, 0 without.
 	// GangsBroken counts gangs an eviction left running below minMember.
-	Evictions           int     `json:"evictions"`
-	Preemptors          int     `json:"preemptors"`
-	VictimsPerPreemptor float64 `json:"victimsPerPreemptor"`
-	GangsBroken         int     `json:"gangsBrokenByEviction"`
+	Evictions              int     `json:"evictions"`
+	Preemptors             int     `json:"preemptors"`
+	VictimsPerPreemptor    float64 `json:"victimsPerPreemptor"`
+	ReclaimedPods          int     `json:"reclaimedPods"`
+	VictimsPerReclaimedPod float64 `json:"victimsPerReclaimedPod"`
+	GangsBroken            int     `json:"gangsBrokenByEviction"`
 	// Process memory: peak resident set (control plane, scheduler and
 	// runner share the process) and peak Go heap during the run.
 	PeakRSSBytes  uint64  `json:"peakRSSBytes"`
@@ -149,9 +154,10 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 		FreeNodes:             map[string]int{},
 		NodesUsed:             len(o.used),
 		Evictions:             o.evictions,
-		Preemptors:            len(preemptorSet(o.pods, o.victimEvents())),
 		WallSeconds:           end.Sub(start).Seconds(),
 	}
+	preemptors := preemptorSet(o.pods, o.victimEvents())
+	r.Preemptors, r.ReclaimedPods = len(preemptors), reclaimedPods(o.pods, preemptors)
 	var firstCreated, lastBound, lastDone time.Time
 	boundUIDs := map[string]bool{}
 	for _, p := range o.pods {
@@ -224,6 +230,7 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 	}
 	if r.Preemptors > 0 {
 		r.VictimsPerPreemptor = float64(r.Evictions) / float64(r.Preemptors)
+		r.VictimsPerReclaimedPod = float64(r.Evictions) / float64(r.ReclaimedPods)
 	}
 	r.summarizeSamples(s, o)
 	return r

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
@@ -119,6 +120,33 @@ func preemptorSet(pods map[string]*podRecord, events []*eventsv1.Event) map[stri
 		}
 	}
 	return set
+}
+
+// reclaimedPods counts the pods preemption was for: each preemptor, and
+// every bound member of a preemptor's gang. A gang scheduler preempts once
+// for a whole gang (one preemptor, its member whose cycle found the
+// victims) where a pod-by-pod one preempts once per member, so victims per
+// reclaimed pod compares the two where victims per preemptor cannot.
+func reclaimedPods(pods map[string]*podRecord, preemptors map[string]bool) int {
+	gangs := map[string]bool{} // namespace/gang
+	for key := range preemptors {
+		if p := pods[key]; p != nil && p.gang != "" {
+			gangs[namespaceOf(key)+"/"+p.gang] = true
+		}
+	}
+	n := 0
+	for key, p := range pods {
+		if preemptors[key] || p.gang != "" && !p.bound.IsZero() && gangs[namespaceOf(key)+"/"+p.gang] {
+			n++
+		}
+	}
+	return n
+}
+
+// namespaceOf is the namespace of a namespace/name key.
+func namespaceOf(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
 }
 
 // victimsWithoutEvent counts the evicted pods that no victim Event regards.

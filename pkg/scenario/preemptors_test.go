@@ -3,6 +3,7 @@ package scenario
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -138,6 +139,37 @@ func TestVictimsWithoutEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := victimsWithoutEvent(pods(), tc.events); got != tc.want {
 				t.Errorf("victimsWithoutEvent = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReclaimedPods(t *testing.T) {
+	bound := time.Unix(100, 0)
+	pods := map[string]*podRecord{
+		"a/job-0":   {gang: "job", bound: bound},
+		"a/job-1":   {gang: "job", bound: bound},
+		"a/job-2":   {gang: "job"}, // never bound
+		"b/job-0":   {gang: "job", bound: bound},
+		"a/solo":    {bound: bound},
+		"a/other-0": {gang: "other", bound: bound},
+	}
+	tests := []struct {
+		name       string
+		preemptors map[string]bool
+		want       int
+	}{
+		{"none", map[string]bool{}, 0},
+		{"a pod in no gang", map[string]bool{"a/solo": true}, 1},
+		{"one member stands for its gang's bound members, in its namespace only", map[string]bool{"a/job-0": true}, 2},
+		{"two members of one gang count the gang once", map[string]bool{"a/job-0": true, "a/job-1": true}, 2},
+		{"an unbound preemptor still counts", map[string]bool{"a/job-2": true}, 3},
+		{"gangs of two namespaces", map[string]bool{"a/job-0": true, "b/job-0": true, "a/solo": true}, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, reclaimedPods(pods, tc.preemptors)); diff != "" {
+				t.Errorf("reclaimedPods (-want +got):\n%s", diff)
 			}
 		})
 	}

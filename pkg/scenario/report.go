@@ -151,6 +151,12 @@ var rows = []row{
 		}
 		return fmt.Sprintf("%.2f", r.VictimsPerPreemptor)
 	}, hasEvictions},
+	{"victims per reclaimed pod", func(r *Result) string {
+		if r.ReclaimedPods == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f (%d pods)", r.VictimsPerReclaimedPod, r.ReclaimedPods)
+	}, hasEvictions},
 	{"gangs broken by eviction", func(r *Result) string { return fmt.Sprint(r.GangsBroken) }, hasGangs},
 	{"peak RSS / heap (MiB)", func(r *Result) string {
 		return fmt.Sprintf("%d / %d", r.PeakRSSBytes>>20, r.PeakHeapBytes>>20)
