@@ -615,12 +615,7 @@ func (m *Manager) BoundMembers(key Key) []*v1.Pod {
 			out = append(out, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreationTimestamp.Equal(&out[j].CreationTimestamp) {
-			return out[j].CreationTimestamp.Before(&out[i].CreationTimestamp)
-		}
-		return out[i].Name > out[j].Name
-	})
+	sort.Slice(out, func(i, j int) bool { return MemberBefore(out[j], out[i]) })
 	return out
 }
 

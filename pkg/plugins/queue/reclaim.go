@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -115,9 +116,10 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
 	}
 	pl.recordEvictions(key, victims)
-	if err := pl.evict(ctx, pod, key, g.Queue, victims); err != nil {
-		return nil, fwk.AsStatus(err)
-	}
+	// The API calls run off the scheduling cycle, as kube-scheduler's own
+	// asynchronous preemption does: the victims are recorded, so the gang
+	// waits for them whatever the calls' pace, and the next pod need not.
+	go pl.evict(context.WithoutCancel(ctx), pod, key, g.Queue, victims)
 	pl.gangs.DropPlan(key)
 	logger.V(3).Info("Reclaim planned the gang", "gang", key, "members", len(plan))
 	if node, ok := plan[pod.UID]; ok && len(plan) == 1 && slices.ContainsFunc(victims, func(u unit) bool { return u.reason != reclaim }) {
@@ -141,6 +143,9 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 // they are preferred.
 func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, withinQueue bool) []unit {
 	var extras, wholes, lower, byShare []unit
+	pl.mu.Lock()
+	evicting := maps.Clone(pl.evicting)
+	pl.mu.Unlock()
 	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
 		if key == preemptor || g.Allocated == nil {
 			return true
@@ -159,12 +164,12 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		if sameQueue && (g.Priority > priority || g.Priority == priority && !pl.drfPreemption) {
 			return true // neither lower priority nor evened by share
 		}
-		bound := pl.gangs.BoundMembers(key)
+		// Members being evicted are not counted: taking "extras" must never
+		// leave the gang below its minimum.
+		bound := slices.DeleteFunc(pl.gangs.BoundMembers(key), func(p *v1.Pod) bool { return evicting[p.UID] })
 		if len(bound) == 0 || !evictable(bound, pl.pdbs) {
 			return true
 		}
-		// Members already being deleted are not counted: taking "extras"
-		// must never leave the gang below its minimum.
 		extra := len(bound) - int(pl.gangs.Status(key).Spec.MinMember)
 		if sameQueue {
 			if g.Priority < priority {
@@ -348,8 +353,10 @@ func stillOver(after, deserved queue.Vector, members []*v1.Pod) bool {
 // (gang team-b/job-9)".
 //
 // The pod whose cycle found the victims is each victim Event's related
-// object, as in kube-scheduler's own preemption.
-func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gang.Key, preemptorQueue string, units []unit) error {
+// object, as in kube-scheduler's own preemption. A victim that could not be
+// deleted is forgotten, so that the gang does not wait for it.
+func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gang.Key, preemptorQueue string, units []unit) {
+	logger := klog.FromContext(ctx)
 	type victimGang struct {
 		key gang.Key
 		why reason
@@ -360,7 +367,9 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 		for _, p := range u.pods {
 			err := pl.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+				logger.Error(err, "Evicting a victim failed", "gang", preemptor, "victim", klog.KObj(p))
+				pl.forgetVictim(preemptor, p.UID)
+				continue
 			}
 			byGang[victimGang{u.gang, u.reason}]++
 			pl.recorder.Eventf(p, preemptorPod, v1.EventTypeNormal, event, "Evict", "evicted %s", why)
@@ -375,8 +384,7 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 		}
 	}
 	sort.Strings(parts)
-	klog.FromContext(ctx).Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
-	return nil
+	logger.Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
 }
 
 // describe returns the Event reason and the why of an eviction.
@@ -419,10 +427,19 @@ type pdb struct {
 func (pl *Plugin) recordEvictions(preemptor gang.Key, units []unit) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
+	// Forget the gangs whose victims are all gone, from the informer and
+	// from this cycle's snapshot: the record stays as small as the
+	// evictions in flight.
+	for key, vs := range pl.evicted {
+		if !slices.ContainsFunc(vs, func(v victim) bool { return !v.deleted || pl.onNode(v.node, v.uid) }) {
+			delete(pl.evicted, key)
+		}
+	}
 	var victims []victim
 	for _, u := range units {
 		for _, p := range u.pods {
 			victims = append(victims, victim{gang: u.gang, uid: p.UID, node: p.Spec.NodeName})
+			pl.evicting[p.UID] = true
 		}
 	}
 	pl.evicted[preemptor] = victims
@@ -477,6 +494,14 @@ func (pl *Plugin) nominatedLocked(key gang.Key) queue.Vector {
 	return sum
 }
 
+// forgetVictim drops a victim that was not evicted from the gang's record.
+func (pl *Plugin) forgetVictim(preemptor gang.Key, uid types.UID) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.evicted[preemptor] = slices.DeleteFunc(pl.evicted[preemptor], func(v victim) bool { return v.uid == uid })
+	delete(pl.evicting, uid)
+}
+
 // victim is an evicted pod, by gang, UID and node.
 type victim struct {
 	gang gang.Key
@@ -501,6 +526,7 @@ func (pl *Plugin) victimDeleted(obj any) {
 	}
 	var freed []gang.Key
 	pl.mu.Lock()
+	delete(pl.evicting, pod.UID)
 	for key, victims := range pl.evicted {
 		hit, left := false, 0
 		for i := range victims {
