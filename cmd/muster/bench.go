@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -19,12 +20,13 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	var (
-		asJSON     bool
-		withSeries bool
-		outDir     string
-		profiles   []string
-		verbosity  int
-		cpuProfile string
+		asJSON       bool
+		withSeries   bool
+		outDir       string
+		profiles     []string
+		verbosity    int
+		cpuProfile   string
+		mutexProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench SCENARIO|DIR...",
@@ -66,6 +68,14 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 					return err
 				}
 				defer pprof.StopCPUProfile()
+			}
+			if mutexProfile != "" {
+				runtime.SetMutexProfileFraction(10)
+				defer func() {
+					if err := writeProfile("mutex", mutexProfile); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), err)
+					}
+				}()
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -113,8 +123,22 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 	f.StringVar(&outDir, "out", "", "write a picture of utilization and queue shares over time per scenario (<name>.svg) and results.json (with series) into this folder")
 	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run instead of each scenario's list ("+strings.Join(scenario.Profiles, ", ")+")")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (control plane, scheduler, runner) to this file")
+	f.StringVar(&mutexProfile, "mutexprofile", "", "write a profile of contended locks (1 in 10 sampled) of the whole process to this file")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity of the control plane and scheduler (0: no logs)")
 	return cmd
+}
+
+// writeProfile writes the named runtime profile to file.
+func writeProfile(name, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // scenarioFiles expands folders into their *.yaml files, in name order.
