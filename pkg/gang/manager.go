@@ -208,18 +208,19 @@ func (m *Manager) notifyChange(key Key) {
 // Observe refused a member for it. A gang valid whenever it was observed
 // has no member to wake: PreEnqueue let them all in.
 func (m *Manager) checkValid(key Key) {
-	m.mu.Lock()
-	refused, known := m.refused[key]
-	if !known {
-		m.mu.Unlock()
-		return
+	m.mu.RLock()
+	refused := m.refused[key]
+	m.mu.RUnlock()
+	if !refused {
+		return // the common case, under the read lock only
 	}
-	valid := m.statusLocked(key).Invalid == ""
+	m.mu.Lock()
+	valid := m.refused[key] && m.statusLocked(key).Invalid == ""
 	if valid {
 		delete(m.refused, key)
 	}
 	m.mu.Unlock()
-	if valid && refused {
+	if valid {
 		m.wake(key)
 	}
 }
@@ -278,11 +279,6 @@ func (m *Manager) Observe(pod *v1.Pod) (Key, Status, bool) {
 	}
 	m.mu.Unlock()
 	m.notifyChange(key)
-	if s.Invalid != "" {
-		// The gang may have turned valid between the status and the
-		// record (a PodGroup arriving): look again off the queue's lock.
-		go m.checkValid(key)
-	}
 	return key, s, true
 }
 
@@ -352,6 +348,7 @@ func (m *Manager) deletePod(obj any) {
 		}
 		if len(g.members) == 0 {
 			delete(m.groups, key)
+			delete(m.refused, key)
 		}
 		changed = append(changed, key)
 	}
@@ -617,6 +614,23 @@ func (m *Manager) BoundMembers(key Key) []*v1.Pod {
 	}
 	sort.Slice(out, func(i, j int) bool { return MemberBefore(out[j], out[i]) })
 	return out
+}
+
+// IsAllocated reports whether the gang's allocation counts member uid: it
+// is bound or reserved, and neither finished nor being deleted.
+func (m *Manager) IsAllocated(key Key, uid types.UID) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return false
+	}
+	p, ok := g.members[uid]
+	if !ok || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		return false
+	}
+	_, reserved := g.reserved[uid]
+	return reserved || p.Spec.NodeName != ""
 }
 
 // HasMember reports whether the gang state still counts pod uid in the

@@ -145,12 +145,7 @@ func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[t
 			live = append(live, p)
 		}
 	}
-	sort.Slice(live, func(i, j int) bool {
-		if !live[i].CreationTimestamp.Equal(&live[j].CreationTimestamp) {
-			return live[i].CreationTimestamp.Before(&live[j].CreationTimestamp)
-		}
-		return live[i].Name < live[j].Name
-	})
+	sort.Slice(live, func(i, j int) bool { return MemberBefore(live[i], live[j]) })
 	out := v1.ResourceList{}
 	need := spec.MinMember
 	roleNeed := map[string]int32{}

@@ -85,7 +85,9 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 			overlay[r.Node] = n.Snapshot()
 		}
 		if err := overlay[r.Node].RemovePod(logger, r.Pod); err != nil {
-			return nil, "", err
+			// Not on the node in this snapshot: the gang state and the
+			// scheduler's cache may disagree for a moment. Nothing to free.
+			logger.V(4).Info("Trial placement: victim not on its node", "pod", klog.KObj(r.Pod), "node", r.Node)
 		}
 	}
 	type plannedPod struct {

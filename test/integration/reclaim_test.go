@@ -123,17 +123,7 @@ func TestReclaimEvictsNothingForAGangThatCannotFit(t *testing.T) {
 // its own queue only, never another queue's.
 func TestPreemptWithinQueue(t *testing.T) {
 	e := newEnv(t)
-	for name, value := range map[string]int32{"it-low": 10, "it-high": 1000} {
-		_, err := cluster.Client.SchedulingV1().PriorityClasses().Create(e.ctx, &schedulingv1.PriorityClass{
-			ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cluster.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
-		})
-	}
+	e.priorityClasses(map[string]int32{"it-low": 10, "it-high": 1000})
 	e.nodes("n", 4, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
 	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
 	e.queue("qb", v1alpha1.QueueSpec{Weight: 1})
@@ -175,5 +165,84 @@ func TestPreemptWithinQueue(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("a low-priority gang was broken: %v", left)
+	}
+}
+
+// priorityClasses creates PriorityClasses for the case.
+func (e *env) priorityClasses(values map[string]int32) {
+	e.t.Helper()
+	for name, value := range values {
+		_, err := cluster.Client.SchedulingV1().PriorityClasses().Create(e.ctx, &schedulingv1.PriorityClass{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(func() {
+			_ = cluster.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+}
+
+// TestPreemptElasticMemberTakesExtras: one extra member of a started
+// high-priority gang preempts one member above the minimum of a
+// low-priority gang, not the whole gang (a review found it took all 10).
+func TestPreemptElasticMemberTakesExtras(t *testing.T) {
+	e := newEnv(t)
+	e.priorityClasses(map[string]int32{"el-low": 10, "el-high": 1000})
+	e.nodes("n", 4, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
+	e.startScheduler(gangConfig(t))
+	high := func(p *v1.Pod) { p.Spec.PriorityClassName = "el-high" }
+	h := e.gangOf("h", "qa", 2, 10, "2", high)
+	l := e.gangOf("l", "qa", 2, 10, "2", func(p *v1.Pod) { p.Spec.PriorityClassName = "el-low" })
+	e.waitBound(append(h, l...)...)
+	p := e.member("h-extra", "2", map[string]string{v1alpha1.LabelPodGroup: "h", v1alpha1.LabelQueue: "qa"})
+	high(p)
+	e.create(p)
+	e.waitBoundWithin(20*time.Second, "h-extra")
+	e.waitSettled(time.Second)
+	if gone := missing(e.podNames(), l); gone != 1 {
+		t.Errorf("%d pods of the low-priority gang evicted for one 2-cpu member; want 1 of its 8 above minMember", gone)
+	}
+}
+
+// TestReclaimBeyondExtras: qb's gang needs more than the members above
+// minMember that qa's gangs have, so reclaim takes a0's extra and then a0
+// whole. Choosing a0's extra twice (alone and within the whole gang) made
+// every trial placement fail, and the gang never started (a review found
+// it).
+func TestReclaimBeyondExtras(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 4, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
+	e.queue("qb", v1alpha1.QueueSpec{Weight: 1})
+	e.startScheduler(gangConfig(t))
+	type gangOfA struct {
+		name    string
+		min     int32
+		members []string
+	}
+	var gangs []gangOfA
+	var a []string
+	for _, g := range []struct {
+		name string
+		min  int32
+		size int
+		cpu  string
+	}{{"a0", 2, 3, "2"}, {"a1", 5, 5, "2"}, {"a2", 5, 5, "2"}, {"a3", 5, 5, "2"}, {"a4", 4, 4, "1"}} {
+		members := e.gangOf(g.name, "qa", g.min, g.size, g.cpu, nil)
+		gangs = append(gangs, gangOfA{g.name, g.min, members})
+		a = append(a, members...)
+	}
+	e.waitBound(a...)
+	b := e.gangOf("b", "qb", 3, 3, "2", nil)
+	e.waitBoundWithin(20*time.Second, b...)
+	e.waitSettled(time.Second)
+	left := e.podNames()
+	for _, g := range gangs {
+		if running := len(g.members) - missing(left, g.members); running > 0 && running < int(g.min) {
+			t.Errorf("gang %s left running with %d members, below its minMember %d", g.name, running, g.min)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
@@ -76,7 +77,7 @@ func TestLessSameGangFollowsMemberOrder(t *testing.T) {
 			}
 			pending := []*v1.Pod{tc.b.Pod, tc.a.Pod}
 			sort.Slice(pending, func(i, j int) bool { return gang.MemberBefore(pending[i], pending[j]) })
-			if tc.a.Pod.Spec.Priority == tc.b.Pod.Spec.Priority && (pending[0] == tc.a.Pod) != tc.want {
+			if corev1helpers.PodPriority(tc.a.Pod) == corev1helpers.PodPriority(tc.b.Pod) && (pending[0] == tc.a.Pod) != tc.want {
 				t.Errorf("Less disagrees with the gang's member order %s, %s", pending[0].Name, pending[1].Name)
 			}
 		})

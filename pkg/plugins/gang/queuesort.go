@@ -3,6 +3,7 @@ package gang
 import (
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -24,39 +25,40 @@ func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	if pa, pb := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); pa != pb {
 		return pa > pb
 	}
-	if ka, ok := keyOf(podA); ok {
-		if kb, ok := keyOf(podB); ok && ka == kb {
-			return gang.MemberBefore(podA, podB)
-		}
+	ka, oka := keyOf(podA)
+	kb, okb := keyOf(podB)
+	switch {
+	case !oka && !okb:
+		return a.GetTimestamp().Before(b.GetTimestamp()) // PrioritySort
+	case oka && okb && ka == kb:
+		return gang.MemberBefore(podA, podB)
 	}
 	// A gang being placed goes first: its plan holds for the snapshot it
 	// was made on, and each pod placed in between can spoil it.
-	if ga, gb := pl.placing(a), pl.placing(b); ga != gb {
+	now := pl.now()
+	if ga, gb := oka && pl.manager.Placing(ka, now), okb && pl.manager.Placing(kb, now); ga != gb {
 		return ga
 	}
-	if less, decided := pl.queueOrder(a, b); decided {
-		return less
+	if oka && okb {
+		if less, decided := pl.queueOrder(podA, podB, ka, kb); decided {
+			return less
+		}
 	}
-	ta, ka := pl.orderKey(a)
-	tb, kb := pl.orderKey(b)
+	ta, keyA := pl.orderKey(a, ka, oka)
+	tb, keyB := pl.orderKey(b, kb, okb)
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
-	if ka != kb {
-		return ka < kb
+	if keyA != keyB {
+		return keyA < keyB
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }
 
-func (pl *Gang) placing(q fwk.QueuedPodInfo) bool {
-	key, ok := keyOf(q.GetPodInfo().GetPod())
-	return ok && pl.manager.Placing(key, pl.now())
-}
-
-// orderKey is the time and gang key a pod is ordered by.
-func (pl *Gang) orderKey(q fwk.QueuedPodInfo) (time.Time, string) {
-	key, ok := keyOf(q.GetPodInfo().GetPod())
-	if !ok {
+// orderKey is the time and gang key a pod is ordered by: its gang's
+// creation, or for a pod in no gang the time it was queued.
+func (pl *Gang) orderKey(q fwk.QueuedPodInfo, key gang.Key, inGang bool) (time.Time, string) {
+	if !inGang {
 		return q.GetTimestamp(), ""
 	}
 	created := pl.manager.CreationTime(key)
@@ -66,17 +68,11 @@ func (pl *Gang) orderKey(q fwk.QueuedPodInfo) (time.Time, string) {
 	return created, key.String()
 }
 
-// queueOrder compares two gang members by their queues and gangs; decided
-// is false when the keys tie or either pod is in no gang. The gangs'
+// queueOrder compares members of two gangs by their queues and gangs;
+// decided is false when they tie. The gangs'
 // queues and positions come from the gang state, which knows a pod from
 // its PreEnqueue on; queue figures from the last accounting snapshot.
-func (pl *Gang) queueOrder(a, b fwk.QueuedPodInfo) (less, decided bool) {
-	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
-	ka, oka := keyOf(pa)
-	kb, okb := keyOf(pb)
-	if !oka || !okb || ka == kb {
-		return false, false
-	}
+func (pl *Gang) queueOrder(pa, pb *v1.Pod, ka, kb gang.Key) (less, decided bool) {
 	qs := pl.batch.Queues()
 	if qs == nil {
 		return false, false

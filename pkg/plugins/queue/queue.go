@@ -61,7 +61,7 @@ type Plugin struct {
 	// evicting holds the victims chosen and not yet seen deleted: the
 	// deletions run off the scheduling cycle, and the next cycle must not
 	// choose them again.
-	evicting map[types.UID]bool
+	evicting map[types.UID]unit
 	// nominated holds, per gang, the requests of members nominated to room
 	// evicted for them and not placed yet.
 	nominated map[gang.Key]map[types.UID]queue.Vector
@@ -114,7 +114,7 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 		client:    h.ClientSet(),
 		evicted:   map[gang.Key][]victim{},
 		nominated: map[gang.Key]map[types.UID]queue.Vector{},
-		evicting:  map[types.UID]bool{},
+		evicting:  map[types.UID]unit{},
 		recorder:  b.Recorder(),
 		pdbs: pdbBlocks(func(ns string) ([]pdb, error) {
 			list, err := pdbLister.PodDisruptionBudgets(ns).List(labels.Everything())

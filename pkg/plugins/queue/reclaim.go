@@ -32,7 +32,11 @@ type unit struct {
 	queue  string
 	pods   []*v1.Pod
 	usage  queue.Vector
+	whole  bool
 	reason reason
+	// gangAllocated is the victim gang's allocation when the unit was
+	// listed: what a DRF preemption leaves it is measured from it.
+	gangAllocated queue.Vector
 }
 
 // reason is why a unit may be evicted.
@@ -106,7 +110,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if n := pl.terminating(key); n > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
 	}
-	units := pl.candidates(snap, key, g.Queue, corev1helpers.PodPriority(pod), need, withinQueue)
+	units := pl.candidates(snap, key, g.Queue, corev1helpers.PodPriority(pod), need, withinQueue, admitted)
 	victims, plan, err := pl.chooseVictims(ctx, snap, members, units, &st, need)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
@@ -140,9 +144,13 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 }
 
 // candidates lists the units reclaim and preemption may take, in the order
-// they are preferred.
-func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, withinQueue bool) []unit {
-	var extras, wholes, lower, byShare []unit
+// they are preferred: from other queues, then lower-priority gangs of the
+// preemptor's queue, then (DRF) its same-priority gangs; from each, members
+// above minMember before the fewest whole gangs. A gang its queue does not
+// admit is offered whole gangs only: evicting members above a minimum
+// lowers allocated and elastic alike, which admission does not see.
+func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, withinQueue, admitted bool) []unit {
+	var extras, wholes, lowerExtras, lower, byShare []unit
 	pl.mu.Lock()
 	evicting := maps.Clone(pl.evicting)
 	pl.mu.Unlock()
@@ -166,21 +174,24 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		}
 		// Members being evicted are not counted: taking "extras" must never
 		// leave the gang below its minimum.
-		bound := slices.DeleteFunc(pl.gangs.BoundMembers(key), func(p *v1.Pod) bool { return evicting[p.UID] })
+		bound := slices.DeleteFunc(pl.gangs.BoundMembers(key), func(p *v1.Pod) bool { _, ok := evicting[p.UID]; return ok })
 		if len(bound) == 0 || !evictable(bound, pl.pdbs) {
 			return true
 		}
-		extra := len(bound) - int(pl.gangs.Status(key).Spec.MinMember)
-		if sameQueue {
-			if g.Priority < priority {
-				lower = append(lower, wholeUnit(key, g.Queue, bound, preempt))
-			} else {
-				byShare = append(byShare, extraUnits(key, g.Queue, bound, extra, evenShares)...)
-			}
-			return true
+		extra := 0
+		if admitted {
+			extra = len(bound) - int(pl.gangs.Status(key).Spec.MinMember)
 		}
-		extras = append(extras, extraUnits(key, g.Queue, bound, extra, reclaim)...)
-		wholes = append(wholes, wholeUnit(key, g.Queue, bound, reclaim))
+		switch {
+		case !sameQueue:
+			extras = append(extras, extraUnits(key, g, bound, extra, reclaim)...)
+			wholes = append(wholes, wholeUnit(key, g, bound, reclaim))
+		case g.Priority < priority:
+			lowerExtras = append(lowerExtras, extraUnits(key, g, bound, extra, preempt)...)
+			lower = append(lower, wholeUnit(key, g, bound, preempt))
+		default:
+			byShare = append(byShare, extraUnits(key, g, bound, extra, evenShares)...)
+		}
 		return true
 	})
 	// Fewest pods first among whole gangs; stable for equal sizes.
@@ -188,13 +199,13 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 	sort.SliceStable(lower, func(i, j int) bool { return len(lower[i].pods) < len(lower[j].pods) })
 	// Members of the gang with the highest dominant share first.
 	sort.SliceStable(byShare, func(i, j int) bool {
-		return snap.Gang(byShare[i].gang).DominantShare > snap.Gang(byShare[j].gang).DominantShare
+		return snap.DominantShare(byShare[i].gangAllocated) > snap.DominantShare(byShare[j].gangAllocated)
 	})
-	return append(append(append(extras, wholes...), lower...), byShare...)
+	return slices.Concat(extras, wholes, lowerExtras, lower, byShare)
 }
 
-func wholeUnit(key gang.Key, q string, pods []*v1.Pod, why reason) unit {
-	u := unit{gang: key, queue: q, pods: pods, usage: queue.Vector{}, reason: why}
+func wholeUnit(key gang.Key, g *queue.Gang, pods []*v1.Pod, why reason) unit {
+	u := unit{gang: key, queue: g.Queue, pods: pods, usage: queue.Vector{}, whole: true, reason: why, gangAllocated: g.Allocated}
 	for _, p := range pods {
 		u.usage.Add(queue.FromList(podRequests(p)))
 	}
@@ -203,10 +214,10 @@ func wholeUnit(key gang.Key, q string, pods []*v1.Pod, why reason) unit {
 
 // extraUnits are a gang's first n bound members (newest first), one unit
 // each.
-func extraUnits(key gang.Key, q string, bound []*v1.Pod, n int, why reason) []unit {
+func extraUnits(key gang.Key, g *queue.Gang, bound []*v1.Pod, n int, why reason) []unit {
 	var out []unit
 	for i := 0; i < n && i < len(bound); i++ {
-		out = append(out, unit{gang: key, queue: q, pods: bound[i : i+1], usage: queue.FromList(podRequests(bound[i])), reason: why})
+		out = append(out, unit{gang: key, queue: g.Queue, pods: bound[i : i+1], usage: queue.FromList(podRequests(bound[i])), reason: why, gangAllocated: g.Allocated})
 	}
 	return out
 }
@@ -241,13 +252,28 @@ func evictable(pods []*v1.Pod, pdbs func(*v1.Pod) bool) bool {
 // need. It returns no victims when the gang cannot fit at all.
 func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, members []*v1.Pod, units []unit, st *gang.Status, need queue.Vector) ([]unit, map[types.UID]string, error) {
 	own := queue.QueueOf(st)
-	taken := map[string]queue.Vector{} // per victim queue
-	takenFrom := map[gang.Key]queue.Vector{}
+	// What is taken per victim queue and gang starts with the victims
+	// evicted before and still counted there: the deletions run off the
+	// scheduling cycle.
+	taken, takenFrom := pl.inFlight()
+	take := func(u unit, sign int64) {
+		if taken[u.queue] == nil {
+			taken[u.queue] = queue.Vector{}
+		}
+		if takenFrom[u.gang] == nil {
+			takenFrom[u.gang] = queue.Vector{}
+		}
+		for k, n := range u.usage {
+			taken[u.queue][k] += sign * n
+			takenFrom[u.gang][k] += sign * n
+		}
+	}
 	// The preemptor's dominant share once the members are placed, with
-	// its members nominated to room evicted earlier and not placed yet.
+	// its other members nominated to room evicted earlier and not placed
+	// yet.
 	ownAfter := queue.FromList(st.Allocated)
 	ownAfter.Add(need)
-	ownAfter.Add(pl.nominatedRequests(st.Key))
+	ownAfter.Add(pl.nominatedRequests(st.Key, members))
 	shareAfter := snap.DominantShare(ownAfter)
 	var chosen []unit
 	fits := func(us []unit) (map[types.UID]string, error) {
@@ -289,26 +315,25 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 				continue // would take it below its guarantee
 			}
 		case evenShares: // the victim's share must stay above ours
-			v := snap.Gang(u.gang)
-			if v == nil {
-				continue
-			}
-			left := v.Allocated.Clone()
+			left := u.gangAllocated.Clone()
 			left.Sub(takenFrom[u.gang])
 			left.Sub(u.usage)
 			if shareAfter >= snap.DominantShare(left) {
 				continue
 			}
 		}
+		if u.whole {
+			// The whole gang includes its members taken one by one so far.
+			chosen = slices.DeleteFunc(chosen, func(c unit) bool {
+				if c.gang == u.gang {
+					take(c, -1)
+					return true
+				}
+				return false
+			})
+		}
 		chosen = append(chosen, u)
-		if taken[u.queue] == nil {
-			taken[u.queue] = queue.Vector{}
-		}
-		taken[u.queue].Add(u.usage)
-		if takenFrom[u.gang] == nil {
-			takenFrom[u.gang] = queue.Vector{}
-		}
-		takenFrom[u.gang].Add(u.usage)
+		take(u, 1)
 		p, err := fits(chosen)
 		if err != nil {
 			return nil, nil, err
@@ -356,19 +381,37 @@ func stillOver(after, deserved queue.Vector, members []*v1.Pod) bool {
 // object, as in kube-scheduler's own preemption. A victim that could not be
 // deleted is forgotten, so that the gang does not wait for it.
 func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gang.Key, preemptorQueue string, units []unit) {
+	ctx, cancel := context.WithTimeout(ctx, evictTimeout)
+	defer cancel()
 	logger := klog.FromContext(ctx)
 	type victimGang struct {
 		key gang.Key
 		why reason
 	}
 	byGang := map[victimGang]int{}
+	// After a failed deletion the unit in progress is finished, so that no
+	// victim gang is left running below its minimum, and the units not
+	// started are left alone: the gang chooses afresh.
+	failed := false
 	for _, u := range units {
 		event, why := u.reason.describe(preemptor, preemptorQueue)
+		if failed {
+			for _, p := range u.pods {
+				pl.forgetVictim(preemptor, p.UID)
+			}
+			continue
+		}
 		for _, p := range u.pods {
 			err := pl.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			switch {
+			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+				// Gone already, or the name is another pod's now.
+				pl.forgetVictim(preemptor, p.UID)
+				continue
+			case err != nil:
 				logger.Error(err, "Evicting a victim failed", "gang", preemptor, "victim", klog.KObj(p))
 				pl.forgetVictim(preemptor, p.UID)
+				failed = true
 				continue
 			}
 			byGang[victimGang{u.gang, u.reason}]++
@@ -385,7 +428,15 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 	}
 	sort.Strings(parts)
 	logger.Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
+	if failed {
+		// Not all the room was made: the gang chooses again now rather
+		// than after its backoff.
+		pl.activate(preemptor)
+	}
 }
+
+// evictTimeout bounds the deletions of one eviction.
+const evictTimeout = 30 * time.Second
 
 // describe returns the Event reason and the why of an eviction.
 func (r reason) describe(preemptor gang.Key, preemptorQueue string) (event, why string) {
@@ -431,7 +482,7 @@ func (pl *Plugin) recordEvictions(preemptor gang.Key, units []unit) {
 	// from this cycle's snapshot: the record stays as small as the
 	// evictions in flight.
 	for key, vs := range pl.evicted {
-		if !slices.ContainsFunc(vs, func(v victim) bool { return !v.deleted || pl.onNode(v.node, v.uid) }) {
+		if !slices.ContainsFunc(vs, func(v victim) bool { return pl.gangs.HasMember(v.gang, v.uid) || pl.onNode(v.node, v.uid) }) {
 			delete(pl.evicted, key)
 		}
 	}
@@ -439,7 +490,7 @@ func (pl *Plugin) recordEvictions(preemptor gang.Key, units []unit) {
 	for _, u := range units {
 		for _, p := range u.pods {
 			victims = append(victims, victim{gang: u.gang, uid: p.UID, node: p.Spec.NodeName})
-			pl.evicting[p.UID] = true
+			pl.evicting[p.UID] = unit{gang: u.gang, queue: u.queue, pods: []*v1.Pod{p}, usage: queue.FromList(podRequests(p))}
 		}
 	}
 	pl.evicted[preemptor] = victims
@@ -464,10 +515,38 @@ func (pl *Plugin) recordNomination(key gang.Key, pod *v1.Pod) {
 // nominatedRequests sums the requests of the gang's nominated members that
 // are still pending: the gang's allocation does not count them yet, and a
 // DRF preemption that left them out would evict for room already promised.
-func (pl *Plugin) nominatedRequests(key gang.Key) queue.Vector {
+func (pl *Plugin) nominatedRequests(key gang.Key, except []*v1.Pod) queue.Vector {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	return pl.nominatedLocked(key)
+	sum := pl.nominatedLocked(key)
+	for _, p := range except { // counted as needed already
+		if r, ok := pl.nominated[key][p.UID]; ok {
+			sum.Sub(r)
+		}
+	}
+	return sum
+}
+
+// inFlight sums, per queue and per gang, the victims being evicted that
+// the gang state still counts as allocated.
+func (pl *Plugin) inFlight() (map[string]queue.Vector, map[gang.Key]queue.Vector) {
+	byQueue, byGang := map[string]queue.Vector{}, map[gang.Key]queue.Vector{}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for uid, v := range pl.evicting {
+		if !pl.gangs.IsAllocated(v.gang, uid) {
+			continue
+		}
+		if byQueue[v.queue] == nil {
+			byQueue[v.queue] = queue.Vector{}
+		}
+		if byGang[v.gang] == nil {
+			byGang[v.gang] = queue.Vector{}
+		}
+		byQueue[v.queue].Add(v.usage)
+		byGang[v.gang].Add(v.usage)
+	}
+	return byQueue, byGang
 }
 
 // nominatedLocked forgets the gang's nominated members that are no longer
@@ -526,6 +605,10 @@ func (pl *Plugin) victimDeleted(obj any) {
 	}
 	var freed []gang.Key
 	pl.mu.Lock()
+	if _, ok := pl.evicting[pod.UID]; !ok {
+		pl.mu.Unlock()
+		return // not a victim in flight: most deletions
+	}
 	delete(pl.evicting, pod.UID)
 	for key, victims := range pl.evicted {
 		hit, left := false, 0
@@ -543,17 +626,22 @@ func (pl *Plugin) victimDeleted(obj any) {
 	}
 	pl.mu.Unlock()
 	for _, key := range freed {
-		pending := pl.gangs.PendingMembers(key)
-		if len(pending) == 0 {
-			continue
-		}
-		pods := make(map[string]*v1.Pod, len(pending))
-		for _, p := range pending {
-			pods[p.Namespace+"/"+p.Name] = p
-		}
-		pl.logger.V(4).Info("Victims gone: activating the gang's pending members", "gang", key, "members", len(pods))
-		pl.placer.Handle.Activate(pl.logger, pods)
+		pl.activate(key)
 	}
+}
+
+// activate moves the gang's pending members to the active queue.
+func (pl *Plugin) activate(key gang.Key) {
+	pending := pl.gangs.PendingMembers(key)
+	if len(pending) == 0 {
+		return
+	}
+	pods := make(map[string]*v1.Pod, len(pending))
+	for _, p := range pending {
+		pods[p.Namespace+"/"+p.Name] = p
+	}
+	pl.logger.V(4).Info("Activating the gang's pending members", "gang", key, "members", len(pods))
+	pl.placer.Handle.Activate(pl.logger, pods)
 }
 
 // terminating counts the gang's victims still seen by the gang state (the
