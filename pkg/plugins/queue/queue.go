@@ -8,16 +8,13 @@ package queue
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -47,24 +44,13 @@ type Plugin struct {
 	recorder events.EventRecorder
 	// pdbs reports whether a disruption budget protects a pod now.
 	pdbs func(*v1.Pod) bool
-	// logger is the scheduler's, for work done outside a scheduling cycle.
-	logger klog.Logger
 	// drfPreemption lets gangs of one queue and priority preempt each
 	// other's members above minMember when that evens their dominant
 	// shares.
 	drfPreemption bool
 
-	mu sync.Mutex
-	// evicted holds, per gang, the victims evicted for it that may still
-	// be terminating.
-	evicted map[gang.Key][]victim
-	// evicting holds the victims chosen and not yet seen deleted: the
-	// deletions run off the scheduling cycle, and the next cycle must not
-	// choose them again.
-	evicting map[types.UID]unit
-	// nominated holds, per gang, the requests of members nominated to room
-	// evicted for them and not placed yet.
-	nominated map[gang.Key]map[types.UID]queue.Vector
+	// records are shared by every profile's queue plugin.
+	records *records
 }
 
 var (
@@ -109,13 +95,10 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 	}
 	pdbLister := h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	pl := &Plugin{
-		name: name, gangs: b.Gangs, state: s, drfPreemption: drfPreemption, logger: klog.FromContext(ctx),
-		placer:    &placement.Placer{Handle: h, Framework: fw},
-		client:    h.ClientSet(),
-		evicted:   map[gang.Key][]victim{},
-		nominated: map[gang.Key]map[types.UID]queue.Vector{},
-		evicting:  map[types.UID]unit{},
-		recorder:  b.Recorder(),
+		name: name, gangs: b.Gangs, state: s, drfPreemption: drfPreemption,
+		placer:   &placement.Placer{Handle: h, Framework: fw},
+		client:   h.ClientSet(),
+		recorder: b.Recorder(),
 		pdbs: pdbBlocks(func(ns string) ([]pdb, error) {
 			list, err := pdbLister.PodDisruptionBudgets(ns).List(labels.Everything())
 			if err != nil {
@@ -132,8 +115,7 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 			return out, nil
 		}),
 	}
-	_, err = h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: pl.victimDeleted})
-	if err != nil {
+	if pl.records, err = recordsFor(ctx, s, b.Gangs, h); err != nil {
 		return nil, err
 	}
 	return pl, nil

@@ -6,15 +6,11 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -107,7 +103,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	}
 	withinQueue := !admitted || st.Ready() || atCeiling
 	logger := klog.FromContext(ctx)
-	if n := pl.terminating(key); n > 0 {
+	if n := pl.records.terminating(key); n > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
 	}
 	units := pl.candidates(snap, key, g.Queue, corev1helpers.PodPriority(pod), need, withinQueue, admitted)
@@ -119,7 +115,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		logger.V(3).Info("Reclaim cannot make the gang fit: evicting nothing", "gang", key, "candidates", len(units))
 		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
 	}
-	pl.recordEvictions(key, victims)
+	pl.records.recordEvictions(key, victims)
 	// The API calls run off the scheduling cycle, as kube-scheduler's own
 	// asynchronous preemption does: the victims are recorded, so the gang
 	// waits for them whatever the calls' pace, and the next pod need not.
@@ -130,7 +126,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		// Room made within the queue is nominated, as stock preemption
 		// does: the queue's own lower- and equal-priority pods would take
 		// it otherwise.
-		pl.recordNomination(key, pod)
+		pl.records.recordNomination(key, pod)
 		return framework.NewPostFilterResultWithNominatedNode(node), fwk.NewStatus(fwk.Success)
 	}
 	// Room reclaimed from other queues is not nominated: those queues are
@@ -151,9 +147,9 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 // lowers allocated and elastic alike, which admission does not see.
 func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, withinQueue, admitted bool) []unit {
 	var extras, wholes, lowerExtras, lower, byShare []unit
-	pl.mu.Lock()
-	evicting := maps.Clone(pl.evicting)
-	pl.mu.Unlock()
+	pl.records.mu.Lock()
+	evicting := maps.Clone(pl.records.evicting)
+	pl.records.mu.Unlock()
 	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
 		if key == preemptor || g.Allocated == nil {
 			return true
@@ -255,7 +251,7 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 	// What is taken per victim queue and gang starts with the victims
 	// evicted before and still counted there: the deletions run off the
 	// scheduling cycle.
-	taken, takenFrom := pl.inFlight()
+	taken, takenFrom := pl.records.inFlight()
 	take := func(u unit, sign int64) {
 		if taken[u.queue] == nil {
 			taken[u.queue] = queue.Vector{}
@@ -273,7 +269,7 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 	// yet.
 	ownAfter := queue.FromList(st.Allocated)
 	ownAfter.Add(need)
-	ownAfter.Add(pl.nominatedRequests(st.Key, members))
+	ownAfter.Add(pl.records.nominatedRequests(st.Key, members))
 	shareAfter := snap.DominantShare(ownAfter)
 	var chosen []unit
 	fits := func(us []unit) (map[types.UID]string, error) {
@@ -368,310 +364,6 @@ func stillOver(after, deserved queue.Vector, members []*v1.Pod) bool {
 			if n > 0 && after[k] > deserved[k] {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// evict deletes the victims and says why, on each victim and its gang:
-// "evicted 2 pods of team-a/job-7 to give queue team-b its deserved share
-// (gang team-b/job-9)".
-//
-// The pod whose cycle found the victims is each victim Event's related
-// object, as in kube-scheduler's own preemption. A victim that could not be
-// deleted is forgotten, so that the gang does not wait for it.
-func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gang.Key, preemptorQueue string, units []unit) {
-	ctx, cancel := context.WithTimeout(ctx, evictTimeout)
-	defer cancel()
-	logger := klog.FromContext(ctx)
-	type victimGang struct {
-		key gang.Key
-		why reason
-	}
-	byGang := map[victimGang]int{}
-	// After a failed deletion the unit in progress is finished, so that no
-	// victim gang is left running below its minimum, and the units not
-	// started are left alone: the gang chooses afresh.
-	failed := false
-	for _, u := range units {
-		event, why := u.reason.describe(preemptor, preemptorQueue)
-		if failed {
-			for _, p := range u.pods {
-				pl.forgetVictim(preemptor, p.UID)
-			}
-			continue
-		}
-		for _, p := range u.pods {
-			err := pl.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
-			switch {
-			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-				// Gone already, or the name is another pod's now.
-				pl.forgetVictim(preemptor, p.UID)
-				continue
-			case err != nil:
-				logger.Error(err, "Evicting a victim failed", "gang", preemptor, "victim", klog.KObj(p))
-				pl.forgetVictim(preemptor, p.UID)
-				failed = true
-				continue
-			}
-			byGang[victimGang{u.gang, u.reason}]++
-			pl.recorder.Eventf(p, preemptorPod, v1.EventTypeNormal, event, "Evict", "evicted %s", why)
-		}
-	}
-	var parts []string
-	for v, n := range byGang {
-		event, why := v.why.describe(preemptor, preemptorQueue)
-		parts = append(parts, fmt.Sprintf("%d pods of %s/%s %s", n, v.key.Namespace, v.key.Name, why))
-		if pg := pl.gangs.Status(v.key).Spec.PodGroup; pg != nil {
-			pl.recorder.Eventf(pg, nil, v1.EventTypeWarning, event, "Evict", "evicted %d pods of %s/%s %s", n, v.key.Namespace, v.key.Name, why)
-		}
-	}
-	sort.Strings(parts)
-	logger.Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
-	if failed {
-		// Not all the room was made: the gang chooses again now rather
-		// than after its backoff.
-		pl.activate(preemptor)
-	}
-}
-
-// evictTimeout bounds the deletions of one eviction.
-const evictTimeout = 30 * time.Second
-
-// describe returns the Event reason and the why of an eviction.
-func (r reason) describe(preemptor gang.Key, preemptorQueue string) (event, why string) {
-	switch r {
-	case preempt:
-		return "Preempted", fmt.Sprintf("for gang %s/%s of higher priority", preemptor.Namespace, preemptor.Name)
-	case evenShares:
-		return "Preempted", fmt.Sprintf("to even dominant shares (DRF) with gang %s/%s", preemptor.Namespace, preemptor.Name)
-	default:
-		return "Reclaimed", fmt.Sprintf("to give queue %s its deserved share (gang %s/%s)", preemptorQueue, preemptor.Namespace, preemptor.Name)
-	}
-}
-
-// pdbBlocks reports whether a PodDisruptionBudget selecting pod allows no
-// disruption now.
-func pdbBlocks(lister func(namespace string) ([]pdb, error)) func(*v1.Pod) bool {
-	return func(p *v1.Pod) bool {
-		list, err := lister(p.Namespace)
-		if err != nil {
-			return true // unknown: do not risk it
-		}
-		for _, b := range list {
-			if b.selector.Matches(labels.Set(p.Labels)) && b.allowed <= 0 {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-type pdb struct {
-	selector labels.Selector
-	allowed  int32
-}
-
-// recordEvictions remembers the victims evicted for a gang until they are
-// gone, so that its other members do not reclaim again for the same room
-// before the accounting has seen it freed.
-func (pl *Plugin) recordEvictions(preemptor gang.Key, units []unit) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	// Forget the gangs whose victims are all gone, from the informer and
-	// from this cycle's snapshot: the record stays as small as the
-	// evictions in flight.
-	for key, vs := range pl.evicted {
-		if !slices.ContainsFunc(vs, func(v victim) bool { return pl.gangs.HasMember(v.gang, v.uid) || pl.onNode(v.node, v.uid) }) {
-			delete(pl.evicted, key)
-		}
-	}
-	var victims []victim
-	for _, u := range units {
-		for _, p := range u.pods {
-			victims = append(victims, victim{gang: u.gang, uid: p.UID, node: p.Spec.NodeName})
-			pl.evicting[p.UID] = unit{gang: u.gang, queue: u.queue, pods: []*v1.Pod{p}, usage: queue.FromList(podRequests(p))}
-		}
-	}
-	pl.evicted[preemptor] = victims
-}
-
-// recordNomination remembers a member nominated to room evicted for it,
-// until it is placed or gone; it forgets every other gang's members that
-// were placed or went away since, so the record stays as small as the
-// nominations in flight.
-func (pl *Plugin) recordNomination(key gang.Key, pod *v1.Pod) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	for k := range pl.nominated {
-		pl.nominatedLocked(k)
-	}
-	if pl.nominated[key] == nil {
-		pl.nominated[key] = map[types.UID]queue.Vector{}
-	}
-	pl.nominated[key][pod.UID] = queue.FromList(podRequests(pod))
-}
-
-// nominatedRequests sums the requests of the gang's nominated members that
-// are still pending: the gang's allocation does not count them yet, and a
-// DRF preemption that left them out would evict for room already promised.
-func (pl *Plugin) nominatedRequests(key gang.Key, except []*v1.Pod) queue.Vector {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	sum := pl.nominatedLocked(key)
-	for _, p := range except { // counted as needed already
-		if r, ok := pl.nominated[key][p.UID]; ok {
-			sum.Sub(r)
-		}
-	}
-	return sum
-}
-
-// inFlight sums, per queue and per gang, the victims being evicted that
-// the gang state still counts as allocated.
-func (pl *Plugin) inFlight() (map[string]queue.Vector, map[gang.Key]queue.Vector) {
-	byQueue, byGang := map[string]queue.Vector{}, map[gang.Key]queue.Vector{}
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	for uid, v := range pl.evicting {
-		if !pl.gangs.IsAllocated(v.gang, uid) {
-			continue
-		}
-		if byQueue[v.queue] == nil {
-			byQueue[v.queue] = queue.Vector{}
-		}
-		if byGang[v.gang] == nil {
-			byGang[v.gang] = queue.Vector{}
-		}
-		byQueue[v.queue].Add(v.usage)
-		byGang[v.gang].Add(v.usage)
-	}
-	return byQueue, byGang
-}
-
-// nominatedLocked forgets the gang's nominated members that are no longer
-// pending and sums the requests of the rest. pl.mu held.
-func (pl *Plugin) nominatedLocked(key gang.Key) queue.Vector {
-	sum := queue.Vector{}
-	if len(pl.nominated[key]) == 0 {
-		return sum
-	}
-	pending := map[types.UID]bool{}
-	for _, p := range pl.gangs.PendingMembers(key) {
-		pending[p.UID] = true
-	}
-	for uid, r := range pl.nominated[key] {
-		if !pending[uid] {
-			delete(pl.nominated[key], uid)
-			continue
-		}
-		sum.Add(r)
-	}
-	if len(pl.nominated[key]) == 0 {
-		delete(pl.nominated, key)
-	}
-	return sum
-}
-
-// forgetVictim drops a victim that was not evicted from the gang's record.
-func (pl *Plugin) forgetVictim(preemptor gang.Key, uid types.UID) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	pl.evicted[preemptor] = slices.DeleteFunc(pl.evicted[preemptor], func(v victim) bool { return v.uid == uid })
-	delete(pl.evicting, uid)
-}
-
-// victim is an evicted pod, by gang, UID and node.
-type victim struct {
-	gang gang.Key
-	uid  types.UID
-	node string
-	// deleted: the scheduler's informer saw the pod go.
-	deleted bool
-}
-
-// victimDeleted activates a gang's pending members once every victim
-// evicted for it is gone: the room is free now, and waiting out the
-// members' backoff would leave it idle. (Events reaching the scheduling
-// queue while a member is in flight are replayed when it returns, so an
-// activation that overtakes the scheduler's own cache update is not lost.)
-func (pl *Plugin) victimDeleted(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
-		return
-	}
-	var freed []gang.Key
-	pl.mu.Lock()
-	if _, ok := pl.evicting[pod.UID]; !ok {
-		pl.mu.Unlock()
-		return // not a victim in flight: most deletions
-	}
-	delete(pl.evicting, pod.UID)
-	for key, victims := range pl.evicted {
-		hit, left := false, 0
-		for i := range victims {
-			if victims[i].uid == pod.UID {
-				victims[i].deleted, hit = true, true
-			}
-			if !victims[i].deleted {
-				left++
-			}
-		}
-		if hit && left == 0 {
-			freed = append(freed, key)
-		}
-	}
-	pl.mu.Unlock()
-	for _, key := range freed {
-		pl.activate(key)
-	}
-}
-
-// activate moves the gang's pending members to the active queue.
-func (pl *Plugin) activate(key gang.Key) {
-	pending := pl.gangs.PendingMembers(key)
-	if len(pending) == 0 {
-		return
-	}
-	pods := make(map[string]*v1.Pod, len(pending))
-	for _, p := range pending {
-		pods[p.Namespace+"/"+p.Name] = p
-	}
-	pl.logger.V(4).Info("Activating the gang's pending members", "gang", key, "members", len(pods))
-	pl.placer.Handle.Activate(pl.logger, pods)
-}
-
-// terminating counts the gang's victims still seen by the gang state (the
-// queue accounting comes from it) or by this cycle's snapshot (the trial
-// placement does): until both have let go, reclaiming again would evict
-// for room already freed.
-func (pl *Plugin) terminating(preemptor gang.Key) int {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	n := 0
-	for _, v := range pl.evicted[preemptor] {
-		if pl.gangs.HasMember(v.gang, v.uid) || pl.onNode(v.node, v.uid) {
-			n++
-		}
-	}
-	if n == 0 {
-		delete(pl.evicted, preemptor)
-	}
-	return n
-}
-
-// onNode reports whether this cycle's snapshot still has pod uid on node.
-func (pl *Plugin) onNode(node string, uid types.UID) bool {
-	n, err := pl.placer.Handle.SnapshotSharedLister().NodeInfos().Get(node)
-	if err != nil {
-		return false
-	}
-	for _, p := range n.GetPods() {
-		if p.GetPod().UID == uid {
-			return true
 		}
 	}
 	return false

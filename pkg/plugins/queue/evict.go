@@ -1,0 +1,116 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-sched/muster/pkg/gang"
+)
+
+// evict deletes the victims and says why, on each victim and its gang:
+// "evicted 2 pods of team-a/job-7 to give queue team-b its deserved share
+// (gang team-b/job-9)".
+//
+// The pod whose cycle found the victims is each victim Event's related
+// object, as in kube-scheduler's own preemption. A victim that could not be
+// deleted is forgotten, so that the gang does not wait for it.
+func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gang.Key, preemptorQueue string, units []unit) {
+	ctx, cancel := context.WithTimeout(ctx, evictTimeout)
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	type victimGang struct {
+		key gang.Key
+		why reason
+	}
+	byGang := map[victimGang]int{}
+	// After a failed deletion the unit in progress is finished, so that no
+	// victim gang is left running below its minimum, and the units not
+	// started are left alone: the gang chooses afresh.
+	failed := false
+	for _, u := range units {
+		event, why := u.reason.describe(preemptor, preemptorQueue)
+		if failed {
+			for _, p := range u.pods {
+				pl.records.forgetVictim(preemptor, p.UID)
+			}
+			continue
+		}
+		for _, p := range u.pods {
+			err := pl.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+			switch {
+			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+				// Gone already, or the name is another pod's now.
+				pl.records.forgetVictim(preemptor, p.UID)
+				continue
+			case err != nil:
+				logger.Error(err, "Evicting a victim failed", "gang", preemptor, "victim", klog.KObj(p))
+				pl.records.forgetVictim(preemptor, p.UID)
+				failed = true
+				continue
+			}
+			byGang[victimGang{u.gang, u.reason}]++
+			pl.recorder.Eventf(p, preemptorPod, v1.EventTypeNormal, event, "Evict", "evicted %s", why)
+		}
+	}
+	var parts []string
+	for v, n := range byGang {
+		event, why := v.why.describe(preemptor, preemptorQueue)
+		parts = append(parts, fmt.Sprintf("%d pods of %s/%s %s", n, v.key.Namespace, v.key.Name, why))
+		if pg := pl.gangs.Status(v.key).Spec.PodGroup; pg != nil {
+			pl.recorder.Eventf(pg, nil, v1.EventTypeWarning, event, "Evict", "evicted %d pods of %s/%s %s", n, v.key.Namespace, v.key.Name, why)
+		}
+	}
+	sort.Strings(parts)
+	logger.Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
+	if failed {
+		// Not all the room was made: the gang chooses again now rather
+		// than after its backoff.
+		pl.records.activate(preemptor)
+	}
+}
+
+// evictTimeout bounds the deletions of one eviction.
+const evictTimeout = 30 * time.Second
+
+// describe returns the Event reason and the why of an eviction.
+func (r reason) describe(preemptor gang.Key, preemptorQueue string) (event, why string) {
+	switch r {
+	case preempt:
+		return "Preempted", fmt.Sprintf("for gang %s/%s of higher priority", preemptor.Namespace, preemptor.Name)
+	case evenShares:
+		return "Preempted", fmt.Sprintf("to even dominant shares (DRF) with gang %s/%s", preemptor.Namespace, preemptor.Name)
+	default:
+		return "Reclaimed", fmt.Sprintf("to give queue %s its deserved share (gang %s/%s)", preemptorQueue, preemptor.Namespace, preemptor.Name)
+	}
+}
+
+// pdbBlocks reports whether a PodDisruptionBudget selecting pod allows no
+// disruption now.
+func pdbBlocks(lister func(namespace string) ([]pdb, error)) func(*v1.Pod) bool {
+	return func(p *v1.Pod) bool {
+		list, err := lister(p.Namespace)
+		if err != nil {
+			return true // unknown: do not risk it
+		}
+		for _, b := range list {
+			if b.selector.Matches(labels.Set(p.Labels)) && b.allowed <= 0 {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+type pdb struct {
+	selector labels.Selector
+	allowed  int32
+}
