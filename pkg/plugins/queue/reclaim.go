@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -95,13 +94,10 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	for _, m := range members {
 		need.Add(queue.FromList(podRequests(m)))
 	}
-	// A queue at its ceiling gains nothing from other queues' victims: only
-	// evicting its own work makes room under the ceiling.
-	atCeiling := false
-	if ok, _ := snap.FitsCeiling(g.Queue, need); !ok {
-		atCeiling = true
-	}
-	withinQueue := !admitted || st.Ready() || atCeiling
+	// A queue that cannot take the members under its ceiling gains nothing
+	// from other queues' victims: only evicting its own work makes room.
+	underCeiling, _ := snap.FitsCeiling(g.Queue, need)
+	withinQueue := !admitted || st.Ready() || !underCeiling
 	logger := klog.FromContext(ctx)
 	if n := pl.records.terminating(key); n > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
@@ -147,9 +143,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 // lowers allocated and elastic alike, which admission does not see.
 func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, withinQueue, admitted bool) []unit {
 	var extras, wholes, lowerExtras, lower, byShare []unit
-	pl.records.mu.Lock()
-	evicting := maps.Clone(pl.records.evicting)
-	pl.records.mu.Unlock()
+	evicting := pl.records.evictingNow()
 	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
 		if key == preemptor || g.Allocated == nil {
 			return true
@@ -218,6 +212,14 @@ func extraUnits(key gang.Key, g *queue.Gang, bound []*v1.Pod, n int, why reason)
 	return out
 }
 
+// vectorAt returns m[k], made empty first if absent.
+func vectorAt[K comparable](m map[K]queue.Vector, k K) queue.Vector {
+	if m[k] == nil {
+		m[k] = queue.Vector{}
+	}
+	return m[k]
+}
+
 // overDeserved reports whether the queue holds more than it deserves in a
 // resource the preemptor needs.
 func overDeserved(f *queue.Figures, need queue.Vector) bool {
@@ -252,18 +254,6 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 	// evicted before and still counted there: the deletions run off the
 	// scheduling cycle.
 	taken, takenFrom := pl.records.inFlight()
-	take := func(u unit, sign int64) {
-		if taken[u.queue] == nil {
-			taken[u.queue] = queue.Vector{}
-		}
-		if takenFrom[u.gang] == nil {
-			takenFrom[u.gang] = queue.Vector{}
-		}
-		for k, n := range u.usage {
-			taken[u.queue][k] += sign * n
-			takenFrom[u.gang][k] += sign * n
-		}
-	}
 	// The preemptor's dominant share once the members are placed, with
 	// its other members nominated to room evicted earlier and not placed
 	// yet.
@@ -322,14 +312,16 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 			// The whole gang includes its members taken one by one so far.
 			chosen = slices.DeleteFunc(chosen, func(c unit) bool {
 				if c.gang == u.gang {
-					take(c, -1)
+					vectorAt(taken, c.queue).Sub(c.usage)
+					vectorAt(takenFrom, c.gang).Sub(c.usage)
 					return true
 				}
 				return false
 			})
 		}
 		chosen = append(chosen, u)
-		take(u, 1)
+		vectorAt(taken, u.queue).Add(u.usage)
+		vectorAt(takenFrom, u.gang).Add(u.usage)
 		p, err := fits(chosen)
 		if err != nil {
 			return nil, nil, err

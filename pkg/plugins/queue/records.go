@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 
@@ -134,14 +135,8 @@ func (r *records) inFlight() (map[string]queue.Vector, map[gang.Key]queue.Vector
 		if !r.gangs.IsAllocated(v.gang, uid) {
 			continue
 		}
-		if byQueue[v.queue] == nil {
-			byQueue[v.queue] = queue.Vector{}
-		}
-		if byGang[v.gang] == nil {
-			byGang[v.gang] = queue.Vector{}
-		}
-		byQueue[v.queue].Add(v.usage)
-		byGang[v.gang].Add(v.usage)
+		vectorAt(byQueue, v.queue).Add(v.usage)
+		vectorAt(byGang, v.gang).Add(v.usage)
 	}
 	return byQueue, byGang
 }
@@ -183,8 +178,13 @@ type victim struct {
 	gang gang.Key
 	uid  types.UID
 	node string
-	// deleted: the scheduler's informer saw the pod go.
-	deleted bool
+}
+
+// evictingNow returns a copy of the victims in flight.
+func (r *records) evictingNow() map[types.UID]unit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.evicting)
 }
 
 // victimDeleted activates a gang's pending members once every victim
@@ -197,7 +197,7 @@ func (r *records) victimDeleted(obj any) {
 		obj = d.Obj
 	}
 	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	if !ok {
 		return
 	}
 	var freed []gang.Key
@@ -207,17 +207,11 @@ func (r *records) victimDeleted(obj any) {
 		return // not a victim in flight: most deletions
 	}
 	delete(r.evicting, pod.UID)
+	// A victim is in flight until its deletion is seen (or it is
+	// forgotten): a gang whose victims are none in flight is freed.
 	for key, victims := range r.evicted {
-		hit, left := false, 0
-		for i := range victims {
-			if victims[i].uid == pod.UID {
-				victims[i].deleted, hit = true, true
-			}
-			if !victims[i].deleted {
-				left++
-			}
-		}
-		if hit && left == 0 {
+		hit := slices.ContainsFunc(victims, func(v victim) bool { return v.uid == pod.UID })
+		if hit && !slices.ContainsFunc(victims, func(v victim) bool { _, ok := r.evicting[v.uid]; return ok }) {
 			freed = append(freed, key)
 		}
 	}
