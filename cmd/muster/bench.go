@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ func newBenchCommand() *cobra.Command {
 		verbosity    int
 		cpuProfile   string
 		mutexProfile string
+		traceFile    string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench SCENARIO|DIR...",
@@ -77,6 +79,17 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 					}
 				}()
 			}
+			if traceFile != "" {
+				f, err := os.Create(traceFile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := trace.Start(f); err != nil {
+					return err
+				}
+				defer trace.Stop()
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
@@ -124,6 +137,7 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run instead of each scenario's list ("+strings.Join(scenario.Profiles, ", ")+")")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (control plane, scheduler, runner) to this file")
 	f.StringVar(&mutexProfile, "mutexprofile", "", "write a profile of contended locks (1 in 10 sampled) of the whole process to this file")
+	f.StringVar(&traceFile, "trace", "", "write an execution trace of the whole process to this file (go tool trace): where the scheduler's goroutines wait")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity of the control plane and scheduler (0: no logs)")
 	return cmd
 }

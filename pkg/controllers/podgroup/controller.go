@@ -26,6 +26,10 @@ import (
 // (a plan that expired, a failure that aged).
 const resyncPeriod = 30 * time.Second
 
+// batchDelay is how often changed gangs are handed to the work queue:
+// status may lag this much behind the gang state.
+const batchDelay = 20 * time.Millisecond
+
 // maxMemberEvents bounds the Events recorded on the members of a gang with
 // no PodGroup, so that a large gang does not flood the Events API.
 const maxMemberEvents = 20
@@ -43,6 +47,8 @@ type Controller struct {
 	mu sync.Mutex
 	// queue exists while the controller runs (while it leads).
 	queue workqueue.TypedRateLimitingInterface[gang.Key]
+	// pending holds the gangs changed since the last hand-over to queue.
+	pending map[gang.Key]struct{}
 	// announced is the last waiting reason announced per gang, so that an
 	// Event is recorded once per reason, not once per sync.
 	announced map[gang.Key]string
@@ -57,16 +63,44 @@ func New(client musterclient.Interface, lister musterlisters.PodGroupLister, man
 		manager:   manager,
 		recorder:  recorder,
 		announced: map[gang.Key]string{},
+		pending:   map[gang.Key]struct{}{},
 	}
 	manager.OnChange(c.enqueue)
 	return c
 }
 
+// enqueue records a changed gang. It is called from the scheduling cycle,
+// so it only notes the key: handOver passes it on.
 func (c *Controller) enqueue(key gang.Key) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.queue != nil {
-		c.queue.Add(key)
+		c.pending[key] = struct{}{}
+	}
+	c.mu.Unlock()
+}
+
+// handOver moves the pending gangs to queue every batchDelay until ctx
+// ends. It polls rather than being woken: a goroutine woken from the
+// scheduling cycle, once per pod or per batch, costs the scheduler its turn
+// on a busy CPU (measured in execution traces).
+func (c *Controller) handOver(ctx context.Context, queue workqueue.TypedRateLimitingInterface[gang.Key]) {
+	ticker := time.NewTicker(batchDelay)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		c.mu.Lock()
+		keys := c.pending
+		if len(keys) > 0 {
+			c.pending = make(map[gang.Key]struct{}, len(keys))
+		}
+		c.mu.Unlock()
+		for k := range keys {
+			queue.Add(k)
+		}
 	}
 }
 
@@ -82,9 +116,11 @@ func (c *Controller) Run(ctx context.Context) {
 	defer func() {
 		c.mu.Lock()
 		c.queue = nil
+		clear(c.pending)
 		c.mu.Unlock()
 		queue.ShutDown()
 	}()
+	go c.handOver(ctx, queue)
 	klog.FromContext(ctx).Info("Starting PodGroup status controller")
 	go wait.UntilWithContext(ctx, func(context.Context) {
 		for _, k := range c.manager.Keys() {
