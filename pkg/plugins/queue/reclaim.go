@@ -297,6 +297,15 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 				continue
 			}
 			after.Sub(u.usage)
+			if u.whole {
+				// Its members chosen one by one so far are in u.usage
+				// already: count them once.
+				for _, c := range chosen {
+					if c.gang == u.gang {
+						after.Add(c.usage)
+					}
+				}
+			}
 			if ok, _ := f.Guarantee.Fits(after); !ok {
 				continue // would take it below its guarantee
 			}
