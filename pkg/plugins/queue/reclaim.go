@@ -103,7 +103,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
 	}
 	units := pl.candidates(snap, key, g.Queue, corev1helpers.PodPriority(pod), need, withinQueue, admitted)
-	victims, plan, err := pl.chooseVictims(ctx, snap, members, units, &st, need)
+	victims, plan, err := pl.chooseVictims(ctx, snap, members, units, &st, need, nil)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -118,6 +118,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	go pl.evict(context.WithoutCancel(ctx), pod, key, g.Queue, victims)
 	pl.gangs.DropPlan(key)
 	logger.V(3).Info("Reclaim planned the gang", "gang", key, "members", len(plan))
+	if !withinQueue && slices.ContainsFunc(victims, func(u unit) bool { return u.reason == reclaim }) {
+		if err := pl.reclaimAhead(ctx, snap, key, g.Queue, need); err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+	}
 	if node, ok := plan[pod.UID]; ok && len(plan) == 1 && slices.ContainsFunc(victims, func(u unit) bool { return u.reason != reclaim }) {
 		// Room made within the queue is nominated, as stock preemption
 		// does: the queue's own lower- and equal-priority pods would take
@@ -133,6 +138,121 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	// scheduler would count a nominated member again in the gang's own
 	// trial placement.
 	return nil, fwk.NewStatus(fwk.Success)
+}
+
+// maxAhead bounds the gangs reclaimAhead reclaims for in one cycle.
+const maxAhead = 100
+
+// reclaimAhead reclaims, in the cycle of a gang that reclaimed from other
+// queues, for the other starving gangs of its queue too, as Volcano's
+// reclaim action does for every starving job of a session. Each would
+// otherwise fail a scheduling attempt of its own before reclaiming, and
+// kube-scheduler writes a pod's status at every failure, tens of
+// milliseconds on a busy apiserver: a queue that arrives with many small
+// gangs would reach its deserved share one failure at a time. Now most of
+// them find their room free when they are first tried; one tried before
+// its victims are gone waits for them, and is activated when they are.
+//
+// Each gang is transactional as the first one is (its whole remaining gang
+// fits once its own victims are gone, or it evicts nothing), from other
+// queues only, and the room claimed earlier in the pass counts against the
+// queue's ceiling. The pass ends at the first gang no victims help, or
+// after maxAhead gangs. Each trial placement sees the snapshot without its
+// own victims only, not the room promised to gangs before it: where two
+// gangs counted on the same free room, the later one reclaims again when
+// it is tried.
+func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, leader gang.Key, q string, claimed queue.Vector) error {
+	claimed = claimed.Clone()
+	type eviction struct {
+		pod     *v1.Pod
+		key     gang.Key
+		victims []unit
+	}
+	var evictions []eviction
+	defer func() {
+		if len(evictions) == 0 {
+			return
+		}
+		klog.FromContext(ctx).V(3).Info("Reclaimed ahead for the queue's other starving gangs", "gang", leader, "queue", q, "gangs", len(evictions))
+		// One goroutine started from the cycle, not one per gang: each
+		// goroutine started here costs the scheduling loop its turn on a
+		// busy CPU.
+		go func() {
+			for _, e := range evictions {
+				go pl.evict(context.WithoutCancel(ctx), e.pod, e.key, q, e.victims)
+			}
+		}()
+	}()
+	for _, key := range pl.starving(snap, leader, q) {
+		if len(evictions) == maxAhead {
+			break
+		}
+		st := pl.gangs.Status(key)
+		if st.Invalid != "" || st.Ready() || pl.records.terminating(key) > 0 || pl.gangs.Placing(key, time.Now()) {
+			continue
+		}
+		if admitted, _ := pl.state.Admit(&st, snap); !admitted {
+			continue
+		}
+		pending := pl.gangs.PendingMembers(key)
+		if len(pending) == 0 {
+			continue
+		}
+		pod := pending[0]
+		if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+			continue
+		}
+		members := gang.PickMembers(pod, pending, &st)
+		need := queue.Vector{}
+		for _, m := range members {
+			need.Add(queue.FromList(podRequests(m)))
+		}
+		units := slices.DeleteFunc(pl.candidates(snap, key, q, corev1helpers.PodPriority(pod), need, false, true),
+			func(u unit) bool { return u.reason != reclaim })
+		victims, _, err := pl.chooseVictims(ctx, snap, members, units, &st, need, claimed)
+		if err != nil {
+			return err
+		}
+		if victims == nil {
+			break
+		}
+		pl.records.recordEvictions(key, victims)
+		evictions = append(evictions, eviction{pod, key, victims})
+		claimed.Add(need)
+	}
+	return nil
+}
+
+// starving lists the queue's gangs other than leader that have pending
+// members and are not ready, highest priority first, then oldest.
+func (pl *Plugin) starving(snap *queue.Snapshot, leader gang.Key, q string) []gang.Key {
+	type entry struct {
+		key      gang.Key
+		priority int32
+		created  time.Time
+	}
+	var out []entry
+	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
+		if g.Queue == q && key != leader && !g.Ready {
+			out = append(out, entry{key, g.Priority, pl.gangs.CreationTime(key)})
+		}
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.priority != b.priority {
+			return a.priority > b.priority
+		}
+		if !a.created.Equal(b.created) {
+			return a.created.Before(b.created)
+		}
+		return a.key.Namespace+"/"+a.key.Name < b.key.Namespace+"/"+b.key.Name
+	})
+	keys := make([]gang.Key, len(out))
+	for i, e := range out {
+		keys[i] = e.key
+	}
+	return keys
 }
 
 // candidates lists the units reclaim and preemption may take, in the order
@@ -247,8 +367,10 @@ func evictable(pods []*v1.Pod, pdbs func(*v1.Pod) bool) bool {
 
 // chooseVictims adds units in order while they are allowed, until the
 // gang's needed members all fit; then drops every unit the fit does not
-// need. It returns no victims when the gang cannot fit at all.
-func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, members []*v1.Pod, units []unit, st *gang.Status, need queue.Vector) ([]unit, map[types.UID]string, error) {
+// need. It returns no victims when the gang cannot fit at all. ahead is
+// room claimed earlier in the cycle for other gangs of the queue: it counts
+// against the queue's ceiling.
+func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector) ([]unit, map[types.UID]string, error) {
 	own := queue.QueueOf(st)
 	// What is taken per victim queue and gang starts with the victims
 	// evicted before and still counted there: the deletions run off the
@@ -276,6 +398,7 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 			}
 		}
 		after := need.Clone()
+		after.Add(ahead)
 		after.Sub(ownVictims)
 		if ok, _ := snap.FitsCeiling(own, after); !ok {
 			return nil, nil
