@@ -288,23 +288,33 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		if len(bound) == 0 || !evictable(bound, pl.pdbs) {
 			return true
 		}
-		extra := 0
+		var spec *gang.Spec
 		if admitted {
-			extra = len(bound) - int(pl.gangs.Status(key).Spec.MinMember)
+			st := pl.gangs.Status(key)
+			spec = &st.Spec
 		}
 		switch {
 		case !sameQueue:
-			extras = append(extras, extraUnits(key, g, bound, extra, reclaim)...)
+			extras = append(extras, extraUnits(key, g, bound, spec, reclaim)...)
 			wholes = append(wholes, wholeUnit(key, g, bound, reclaim))
 		case g.Priority < priority:
-			lowerExtras = append(lowerExtras, extraUnits(key, g, bound, extra, preempt)...)
+			lowerExtras = append(lowerExtras, extraUnits(key, g, bound, spec, preempt)...)
 			lower = append(lower, wholeUnit(key, g, bound, preempt))
 		default:
-			byShare = append(byShare, extraUnits(key, g, bound, extra, evenShares)...)
+			byShare = append(byShare, extraUnits(key, g, bound, spec, evenShares)...)
 		}
 		return true
 	})
-	// Fewest pods first among whole gangs; stable for equal sizes.
+	// The gangs come from a map: ordered by key first, so that a cycle's
+	// choice does not depend on the map's order. Sorts are stable: a
+	// gang's extras stay newest first.
+	byKey := func(us []unit) {
+		sort.SliceStable(us, func(i, j int) bool { return keyLess(us[i].gang, us[j].gang) })
+	}
+	for _, us := range [][]unit{extras, wholes, lowerExtras, lower, byShare} {
+		byKey(us)
+	}
+	// Fewest pods first among whole gangs.
 	sort.SliceStable(wholes, func(i, j int) bool { return len(wholes[i].pods) < len(wholes[j].pods) })
 	sort.SliceStable(lower, func(i, j int) bool { return len(lower[i].pods) < len(lower[j].pods) })
 	// Members of the gang with the highest dominant share first.
@@ -312,6 +322,17 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		return snap.DominantShare(byShare[i].gangAllocated) > snap.DominantShare(byShare[j].gangAllocated)
 	})
 	return slices.Concat(extras, wholes, lowerExtras, lower, byShare)
+}
+
+// keyLess orders gang keys by namespace, name and family.
+func keyLess(a, b gang.Key) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.Family < b.Family
 }
 
 func wholeUnit(key gang.Key, g *queue.Gang, pods []*v1.Pod, why reason) unit {
@@ -322,12 +343,29 @@ func wholeUnit(key gang.Key, g *queue.Gang, pods []*v1.Pod, why reason) unit {
 	return u
 }
 
-// extraUnits are a gang's first n bound members (newest first), one unit
-// each.
-func extraUnits(key gang.Key, g *queue.Gang, bound []*v1.Pod, n int, why reason) []unit {
+// extraUnits are the bound members (newest first) a gang can lose and
+// still have minMember members and each role its minimum, one unit each;
+// none without a spec (a gang its queue does not admit is offered whole).
+func extraUnits(key gang.Key, g *queue.Gang, bound []*v1.Pod, spec *gang.Spec, why reason) []unit {
+	if spec == nil {
+		return nil
+	}
+	left := map[string]int32{}
+	for _, p := range bound {
+		left[gang.RoleOf(p)]++
+	}
+	n := len(bound) - int(spec.MinMember)
 	var out []unit
-	for i := 0; i < n && i < len(bound); i++ {
-		out = append(out, unit{gang: key, queue: g.Queue, pods: bound[i : i+1], usage: queue.FromList(podRequests(bound[i])), reason: why, gangAllocated: g.Allocated})
+	for _, p := range bound {
+		if len(out) >= n {
+			break
+		}
+		role := gang.RoleOf(p)
+		if left[role] <= spec.MinTaskMember[role] {
+			continue // the role would fall below its minimum
+		}
+		left[role]--
+		out = append(out, unit{gang: key, queue: g.Queue, pods: []*v1.Pod{p}, usage: queue.FromList(podRequests(p)), reason: why, gangAllocated: g.Allocated})
 	}
 	return out
 }

@@ -505,3 +505,56 @@ func TestEvictable(t *testing.T) {
 		})
 	}
 }
+
+func TestExtraUnits(t *testing.T) {
+	key := gang.Key{Family: gang.FamilyMuster, Namespace: testNamespace, Name: "x"}
+	g := &queue.Gang{Queue: "a"}
+	member := func(name, role string) *v1.Pod {
+		return st.MakePod().Namespace(testNamespace).Name(name).UID(name).Label(v1alpha1.LabelRole, role).
+			Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Node("n1").Obj()
+	}
+	// Newest first, as BoundMembers lists them.
+	bound := []*v1.Pod{member("w-2", "worker"), member("ps-1", "ps"), member("w-1", "worker"), member("ps-0", "ps"), member("w-0", "worker")}
+	tests := []struct {
+		name string
+		spec *gang.Spec
+		want []string
+	}{
+		{
+			name: "not admitted: no extras",
+		},
+		{
+			name: "members above minMember, newest first",
+			spec: &gang.Spec{MinMember: 3},
+			want: []string{"w-2", "ps-1"},
+		},
+		{
+			name: "a role at its minimum keeps its members; another role gives instead",
+			spec: &gang.Spec{MinMember: 3, MinTaskMember: map[string]int32{"ps": 2}},
+			want: []string{"w-2", "w-1"},
+		},
+		{
+			name: "every role at its minimum: fewer extras than members above minMember",
+			spec: &gang.Spec{MinMember: 2, MinTaskMember: map[string]int32{"ps": 2, "worker": 2}},
+			want: []string{"w-2"},
+		},
+		{
+			name: "minMember reached: nothing",
+			spec: &gang.Spec{MinMember: 5},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, u := range extraUnits(key, g, bound, tt.spec, reclaim) {
+				if u.whole || len(u.pods) != 1 {
+					t.Fatalf("extra unit %v: want one member, not whole", u)
+				}
+				got = append(got, u.pods[0].Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("extras (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
