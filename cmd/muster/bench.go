@@ -29,6 +29,7 @@ func newBenchCommand() *cobra.Command {
 		cpuProfile   string
 		mutexProfile string
 		traceFile    string
+		runs         int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench SCENARIO|DIR...",
@@ -93,7 +94,7 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			opts := scenario.Options{Profiles: profiles, Progress: os.Stderr, Interactive: isTerminal(os.Stderr)}
+			opts := scenario.Options{Profiles: profiles, Progress: os.Stderr, Interactive: isTerminal(os.Stderr), Runs: runs}
 			var reports []*scenario.Report
 			var failures []string
 			for _, s := range scenarios {
@@ -138,6 +139,7 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (control plane, scheduler, runner) to this file")
 	f.StringVar(&mutexProfile, "mutexprofile", "", "write a profile of contended locks (1 in 10 sampled) of the whole process to this file")
 	f.StringVar(&traceFile, "trace", "", "write an execution trace of the whole process to this file (go tool trace): where the scheduler's goroutines wait")
+	f.IntVar(&runs, "runs", 0, "run each profile this many times, the profiles taking turns, and report medians (default: the scenario's runs, else 1)")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity of the control plane and scheduler (0: no logs)")
 	return cmd
 }

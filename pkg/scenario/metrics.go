@@ -115,6 +115,10 @@ type Result struct {
 	Series []Point `json:"series,omitempty"`
 	// Failed bounds, filled in by Check.
 	Failures []string `json:"failures,omitempty"`
+	// Runs is how many runs the figures are the median of (1: the figures
+	// are one run's); RunsPodsPerSecond is each run's pods/s, in order.
+	Runs              int       `json:"runs"`
+	RunsPodsPerSecond []float64 `json:"runsPodsPerSecond,omitempty"`
 }
 
 // QueueShare is a queue's mean share and deserved share when contended.

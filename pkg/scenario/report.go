@@ -69,6 +69,16 @@ type row struct {
 
 func always(*Report) bool { return true }
 
+// repeated reports whether the figures are medians of several runs.
+func repeated(rep *Report) bool {
+	for _, r := range rep.Results {
+		if r.Runs > 1 {
+			return true
+		}
+	}
+	return false
+}
+
 func hasGangs(rep *Report) bool {
 	for _, r := range rep.Results {
 		if r.Gangs > 0 {
@@ -114,6 +124,13 @@ var rows = []row{
 		return fmt.Sprintf("%.1f", r.MakespanSeconds)
 	}, always},
 	{"pods/s", func(r *Result) string { return fmt.Sprintf("%.1f", r.PodsPerSecond) }, always},
+	{"pods/s of each run", func(r *Result) string {
+		runs := make([]string, len(r.RunsPodsPerSecond))
+		for i, v := range r.RunsPodsPerSecond {
+			runs[i] = fmt.Sprintf("%.0f", v)
+		}
+		return strings.Join(runs, " ")
+	}, repeated},
 	{"attempts/pod", func(r *Result) string { return fmt.Sprintf("%.2f", r.AttemptsPerPod) }, always},
 	{"gangs bound", func(r *Result) string { return fmt.Sprintf("%d/%d", r.GangsBound, r.Gangs) }, hasGangs},
 	{"gang latency p50/p99 (s)", func(r *Result) string {

@@ -35,10 +35,14 @@ type Options struct {
 	Progress io.Writer
 	// Interactive redraws the progress line in place (a terminal).
 	Interactive bool
+	// Runs, when set, replaces each scenario's runs.
+	Runs int
 }
 
-// Run runs the scenario once per profile, each on a fresh control plane,
-// and returns the results in profile order.
+// Run runs the scenario once per profile, or its runs times with the
+// profiles taking turns (so that a slow spell of the machine does not fall
+// on one profile), each run on a fresh control plane, and returns one
+// result per profile in profile order: the median of its runs.
 func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
 	// scheduler-plugins' plugins build controller-runtime clients, which
 	// complain (with a stack) unless its logger is set: send it to klog.
@@ -47,13 +51,23 @@ func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
 	if len(opts.Profiles) > 0 {
 		profiles = opts.Profiles
 	}
-	var results []*Result
-	for _, p := range profiles {
-		r, err := runProfile(ctx, s, p, opts)
-		if err != nil {
-			return results, fmt.Errorf("%s, profile %s: %w", s.Name, p, err)
+	runs := s.Runs
+	if opts.Runs > 0 {
+		runs = opts.Runs
+	}
+	byProfile := make([][]*Result, len(profiles))
+	for i := 0; i < max(1, runs); i++ {
+		for j, p := range profiles {
+			r, err := runProfile(ctx, s, p, opts)
+			if err != nil {
+				return nil, fmt.Errorf("%s, profile %s: %w", s.Name, p, err)
+			}
+			byProfile[j] = append(byProfile[j], r)
 		}
-		results = append(results, r)
+	}
+	results := make([]*Result, len(profiles))
+	for j, rs := range byProfile {
+		results[j] = medianOf(rs)
 	}
 	return results, nil
 }

@@ -39,6 +39,10 @@ type Scenario struct {
 	// from its fair share and count as at it, for the time to fair share
 	// after a burst (default 0.05).
 	FairShareTolerance *float64 `yaml:"fairShareTolerance"`
+	// Runs is how many times each profile runs, the profiles taking turns;
+	// every figure reported is then the median over the runs (default 1).
+	// Throughput on a shared machine moves ±20 % from run to run.
+	Runs int `yaml:"runs"`
 	// Profiles to compare; default: stock and muster, plus coscheduling
 	// when the scenario has gangs and capacityscheduling when queues have
 	// quotas.

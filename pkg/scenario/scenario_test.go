@@ -146,6 +146,11 @@ func TestParseErrors(t *testing.T) {
 			wantErr: []string{"line 3: fairShareTolerance: must be a dominant share between 0 and 1, both excluded, such as 0.05 (got 1.5)"},
 		},
 		{
+			name:    "runs out of range",
+			edit:    func(s string) string { return strings.Replace(s, "speedup: 5\n", "speedup: 5\nruns: -2\n", 1) },
+			wantErr: []string{"line 3: runs: must be between 1 and 25 (got -2)"},
+		},
+		{
 			name: "time to fair share without a burst",
 			edit: func(s string) string {
 				return strings.Replace(s, "  partialGangs: 0\n", "  partialGangs: 0\n  maxTimeToFairShare: 2\n", 1)

@@ -206,6 +206,11 @@ func (s *Scenario) validate() []fieldError {
 	} else if s.Speedup < 1 {
 		v.errorf(path{"speedup"}, "must be at least 1 (got %v)", s.Speedup)
 	}
+	if s.Runs == 0 {
+		s.Runs = 1
+	} else if s.Runs < 0 || s.Runs > 25 {
+		v.errorf(path{"runs"}, "must be between 1 and 25 (got %d)", s.Runs)
+	}
 	if t := s.FairShareTolerance; t != nil && !(*t > 0 && *t < 1) {
 		v.errorf(path{"fairShareTolerance"}, "must be a dominant share between 0 and 1, both excluded, such as 0.05 (got %v)", *t)
 	}
