@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,16 +62,24 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 				}
 				scenarios = append(scenarios, s)
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+			// Recorders that write to a file from start to stop.
+			for _, rec := range []struct {
+				file  string
+				start func(io.Writer) error
+				stop  func()
+			}{{cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {traceFile, trace.Start, trace.Stop}} {
+				if rec.file == "" {
+					continue
+				}
+				f, err := os.Create(rec.file)
 				if err != nil {
 					return err
 				}
 				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
+				if err := rec.start(f); err != nil {
 					return err
 				}
-				defer pprof.StopCPUProfile()
+				defer rec.stop()
 			}
 			if mutexProfile != "" {
 				runtime.SetMutexProfileFraction(10)
@@ -79,17 +88,6 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 						fmt.Fprintln(cmd.ErrOrStderr(), err)
 					}
 				}()
-			}
-			if traceFile != "" {
-				f, err := os.Create(traceFile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := trace.Start(f); err != nil {
-					return err
-				}
-				defer trace.Stop()
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -79,28 +79,19 @@ func (c *Controller) enqueue(key gang.Key) {
 	c.mu.Unlock()
 }
 
-// handOver moves the pending gangs to queue every batchDelay until ctx
-// ends. It polls rather than being woken: a goroutine woken from the
-// scheduling cycle, once per pod or per batch, costs the scheduler its turn
-// on a busy CPU (measured in execution traces).
-func (c *Controller) handOver(ctx context.Context, queue workqueue.TypedRateLimitingInterface[gang.Key]) {
-	ticker := time.NewTicker(batchDelay)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		c.mu.Lock()
-		keys := c.pending
-		if len(keys) > 0 {
-			c.pending = make(map[gang.Key]struct{}, len(keys))
-		}
-		c.mu.Unlock()
-		for k := range keys {
-			queue.Add(k)
-		}
+// handOver moves the pending gangs to queue. It runs every batchDelay
+// rather than being woken: a goroutine woken from the scheduling cycle,
+// once per pod or per batch, costs the scheduler its turn on a busy CPU
+// (measured in execution traces).
+func (c *Controller) handOver(queue workqueue.TypedRateLimitingInterface[gang.Key]) {
+	c.mu.Lock()
+	keys := c.pending
+	if len(keys) > 0 {
+		c.pending = make(map[gang.Key]struct{}, len(keys))
+	}
+	c.mu.Unlock()
+	for k := range keys {
+		queue.Add(k)
 	}
 }
 
@@ -120,7 +111,7 @@ func (c *Controller) Run(ctx context.Context) {
 		c.mu.Unlock()
 		queue.ShutDown()
 	}()
-	go c.handOver(ctx, queue)
+	go wait.UntilWithContext(ctx, func(context.Context) { c.handOver(queue) }, batchDelay)
 	klog.FromContext(ctx).Info("Starting PodGroup status controller")
 	go wait.UntilWithContext(ctx, func(context.Context) {
 		for _, k := range c.manager.Keys() {

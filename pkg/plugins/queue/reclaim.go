@@ -90,10 +90,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if !st.Ready() {
 		members = gang.PickMembers(pod, pl.gangs.PendingMembers(key), &st)
 	}
-	need := queue.Vector{}
-	for _, m := range members {
-		need.Add(queue.FromList(podRequests(m)))
-	}
+	need := requestsOf(members)
 	// A queue that cannot take the members under its ceiling gains nothing
 	// from other queues' victims: only evicting its own work makes room.
 	underCeiling, _ := snap.FitsCeiling(g.Queue, need)
@@ -111,6 +108,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		logger.V(3).Info("Reclaim cannot make the gang fit: evicting nothing", "gang", key, "candidates", len(units))
 		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
 	}
+	pl.records.prune()
 	pl.records.recordEvictions(key, victims)
 	// The API calls run off the scheduling cycle, as kube-scheduler's own
 	// asynchronous preemption does: the victims are recorded, so the gang
@@ -203,10 +201,7 @@ func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, leader
 			continue
 		}
 		members := gang.PickMembers(pod, pending, &st)
-		need := queue.Vector{}
-		for _, m := range members {
-			need.Add(queue.FromList(podRequests(m)))
-		}
+		need := requestsOf(members)
 		units := slices.DeleteFunc(pl.candidates(snap, key, q, corev1helpers.PodPriority(pod), need, false, true),
 			func(u unit) bool { return u.reason != reclaim })
 		victims, _, err := pl.chooseVictims(ctx, snap, members, units, &st, need, claimed)
@@ -246,7 +241,7 @@ func (pl *Plugin) starving(snap *queue.Snapshot, leader gang.Key, q string) []ga
 		if !a.created.Equal(b.created) {
 			return a.created.Before(b.created)
 		}
-		return a.key.Namespace+"/"+a.key.Name < b.key.Namespace+"/"+b.key.Name
+		return keyLess(a.key, b.key)
 	})
 	keys := make([]gang.Key, len(out))
 	for i, e := range out {
@@ -324,6 +319,15 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 	return slices.Concat(extras, wholes, lowerExtras, lower, byShare)
 }
 
+// requestsOf sums the pods' resource requests.
+func requestsOf(pods []*v1.Pod) queue.Vector {
+	sum := queue.Vector{}
+	for _, p := range pods {
+		sum.Add(queue.FromList(podRequests(p)))
+	}
+	return sum
+}
+
 // keyLess orders gang keys by namespace, name and family.
 func keyLess(a, b gang.Key) bool {
 	if a.Namespace != b.Namespace {
@@ -336,11 +340,7 @@ func keyLess(a, b gang.Key) bool {
 }
 
 func wholeUnit(key gang.Key, g *queue.Gang, pods []*v1.Pod, why reason) unit {
-	u := unit{gang: key, queue: g.Queue, pods: pods, usage: queue.Vector{}, whole: true, reason: why, gangAllocated: g.Allocated}
-	for _, p := range pods {
-		u.usage.Add(queue.FromList(podRequests(p)))
-	}
-	return u
+	return unit{gang: key, queue: g.Queue, pods: pods, usage: requestsOf(pods), whole: true, reason: why, gangAllocated: g.Allocated}
 }
 
 // extraUnits are the bound members (newest first) a gang can lose and

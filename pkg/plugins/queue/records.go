@@ -70,20 +70,25 @@ func recordsFor(ctx context.Context, s *queue.State, gangs *gang.Manager, h fram
 	return r, nil
 }
 
+// prune forgets the gangs whose victims are all gone, from the informer
+// and from this cycle's snapshot, so that the record stays as small as the
+// evictions in flight. Once per cycle that evicts.
+func (r *records) prune() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, vs := range r.evicted {
+		if !slices.ContainsFunc(vs, func(v victim) bool { return r.gangs.HasMember(v.gang, v.uid) || r.onNode(v.node, v.uid) }) {
+			delete(r.evicted, key)
+		}
+	}
+}
+
 // recordEvictions remembers the victims evicted for a gang until they are
 // gone, so that its other members do not reclaim again for the same room
 // before the accounting has seen it freed.
 func (r *records) recordEvictions(preemptor gang.Key, units []unit) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// Forget the gangs whose victims are all gone, from the informer and
-	// from this cycle's snapshot: the record stays as small as the
-	// evictions in flight.
-	for key, vs := range r.evicted {
-		if !slices.ContainsFunc(vs, func(v victim) bool { return r.gangs.HasMember(v.gang, v.uid) || r.onNode(v.node, v.uid) }) {
-			delete(r.evicted, key)
-		}
-	}
 	var victims []victim
 	for _, u := range units {
 		for _, p := range u.pods {
