@@ -38,6 +38,9 @@ const PlanTTL = 10 * time.Second
 type Manager struct {
 	mu     sync.RWMutex
 	groups map[Key]*group
+	// memberOf indexes every member by UID: a pod whose labels moved it
+	// to another gang, or out of all, leaves the gang it was in.
+	memberOf map[types.UID]Key
 	// epoch counts cluster changes that can make room (a node added or
 	// changed, a pod deleted or finished), as the scheduling queue reports
 	// them through QueueingHints: a gang that could not be placed in an
@@ -46,6 +49,10 @@ type Manager struct {
 
 	pgLister    musterlisters.PodGroupLister
 	spLister    splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
+	// podStores are the stores of the label-selected pod informers. A pod
+	// leaves one of them when it loses that label, and may still be in
+	// another: only its absence from all of them deletes it.
+	podStores []cache.Store
 	listenersMu sync.Mutex
 	listeners   []func(Key)
 	onWake      []func(Key, []*v1.Pod)
@@ -107,12 +114,12 @@ type Clients struct {
 // NewManager builds a Manager and starts its informers; they stop when ctx
 // ends. It returns once they have synced.
 func NewManager(ctx context.Context, c Clients) (*Manager, error) {
-	m := &Manager{groups: map[Key]*group{}, refused: map[Key]bool{}}
+	m := &Manager{groups: map[Key]*group{}, memberOf: map[types.UID]Key{}, refused: map[Key]bool{}}
 	var synced []cache.InformerSynced
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.updatePod(obj) },
 		UpdateFunc: func(_, obj any) { m.updatePod(obj) },
-		DeleteFunc: m.deletePod,
+		DeleteFunc: m.unlistPod,
 	}
 	for _, label := range []string{v1alpha1.LabelPodGroup, v1alpha1.LegacyLabelPodGroup, v1alpha1.SchedulerPluginsLabelPodGroup, v1alpha1.LabelQueue} {
 		f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -123,6 +130,7 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 			return nil, err
 		}
 		synced = append(synced, inf.HasSynced)
+		m.podStores = append(m.podStores, inf.GetStore())
 		f.Start(ctx.Done())
 	}
 
@@ -302,6 +310,18 @@ func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
 		return Key{}, false
 	}
 	m.mu.Lock()
+	if prev, ok := m.memberOf[pod.UID]; ok && prev != key {
+		// Relabelled into another gang: it leaves the one it was in,
+		// which may turn valid (the pod disagreed with its other members).
+		// Waking is not done here: Observe runs under the scheduling
+		// queue's lock. Relabels are rare.
+		m.removeLocked(prev, pod.UID)
+		defer func() {
+			m.notifyChange(prev)
+			go m.checkValid(prev)
+		}()
+	}
+	m.memberOf[pod.UID] = key
 	g := m.groupLocked(key)
 	if old, ok := g.members[pod.UID]; ok && old.ResourceVersion == pod.ResourceVersion && pod.ResourceVersion != "" {
 		// The same version again (Observe, then the informer).
@@ -321,7 +341,10 @@ func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
 	return key, true
 }
 
-func (m *Manager) deletePod(obj any) {
+// unlistPod handles a pod that left one label-selected informer: deleted,
+// or no longer carrying that label. A copy still listed by another
+// informer is the pod as it is now; only a pod listed by none is deleted.
+func (m *Manager) unlistPod(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -329,32 +352,50 @@ func (m *Manager) deletePod(obj any) {
 	if !ok {
 		return
 	}
-	var changed []Key
-	m.mu.Lock()
-	// The pod may have changed gangs since it was indexed: look everywhere
-	// it could be (gangs are few compared with pods' events).
-	for key, g := range m.groups {
-		if _, ok := g.members[pod.UID]; !ok {
-			continue
-		}
-		g.changed()
-		delete(g.members, pod.UID)
-		delete(g.reserved, pod.UID)
-		delete(g.requests, pod.UID)
-		if g.plan != nil {
-			if _, planned := g.plan.Nodes[pod.UID]; planned {
-				g.plan = nil
+	for _, store := range m.podStores {
+		if o, exists, _ := store.Get(pod); exists {
+			if p, ok := o.(*v1.Pod); ok && p.UID == pod.UID {
+				m.updatePod(p)
+				return
 			}
 		}
-		if len(g.members) == 0 {
-			delete(m.groups, key)
-			delete(m.refused, key)
-		}
-		changed = append(changed, key)
+	}
+	m.deletePod(pod)
+}
+
+// deletePod removes the pod from the gang it is a member of.
+func (m *Manager) deletePod(pod *v1.Pod) {
+	m.mu.Lock()
+	key, ok := m.memberOf[pod.UID]
+	if ok {
+		m.removeLocked(key, pod.UID)
 	}
 	m.mu.Unlock()
-	for _, k := range changed {
-		m.notify(k)
+	if ok {
+		m.notify(key)
+	}
+}
+
+// removeLocked removes member uid from the gang key, and the gang once it
+// has no member left. m.mu held for writing.
+func (m *Manager) removeLocked(key Key, uid types.UID) {
+	delete(m.memberOf, uid)
+	g := m.groups[key]
+	if g == nil {
+		return
+	}
+	g.changed()
+	delete(g.members, uid)
+	delete(g.reserved, uid)
+	delete(g.requests, uid)
+	if g.plan != nil {
+		if _, planned := g.plan.Nodes[uid]; planned {
+			g.plan = nil
+		}
+	}
+	if len(g.members) == 0 {
+		delete(m.groups, key)
+		delete(m.refused, key)
 	}
 }
 

@@ -414,3 +414,51 @@ func TestGangBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestGangMembershipFollowsLabels: a pod is a member of the gang its labels
+// name now. One relabelled into another gang leaves the first (no ghost
+// member counted there), and one that loses an unrelated Muster label (it
+// leaves one of the scheduler's label-selected watches) stays a member.
+func TestGangMembershipFollowsLabels(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 1, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+	e.startScheduler(gangConfig(t))
+	e.podGroup("a", v1alpha1.PodGroupSpec{MinMember: 3})
+	e.podGroup("b", v1alpha1.PodGroupSpec{MinMember: 2})
+	inA := map[string]string{v1alpha1.LabelPodGroup: "a"}
+	e.create(
+		e.member("a-0", "1", map[string]string{v1alpha1.LabelPodGroup: "a", v1alpha1.LabelQueue: v1alpha1.DefaultQueue}),
+		e.member("a-1", "1", inA),
+		e.member("mover", "1", map[string]string{v1alpha1.LabelPodGroup: "b"}),
+	)
+	invalid := func(group, message string) {
+		e.waitPodGroup(group, message, func(s *v1alpha1.PodGroupStatus) bool {
+			c := scheduledCondition(s)
+			return c != nil && c.Reason == "Invalid" && c.Message == message
+		})
+	}
+	invalid("a", "2 members exist, minMember 3")
+	invalid("b", "1 members exist, minMember 2")
+
+	relabel := func(name string, labels map[string]string) {
+		t.Helper()
+		pod, err := cluster.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Labels = labels
+		if _, err := cluster.Client.CoreV1().Pods(e.ns).Update(e.ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a-0 leaves the queue-label watch and stays in a.
+	relabel("a-0", inA)
+	// mover leaves b for a: a has its three members, b none.
+	relabel("mover", inA)
+	e.waitBound("a-0", "a-1", "mover")
+
+	// b's one new member does not make it valid: mover is not counted there.
+	e.create(e.member("b-0", "1", map[string]string{v1alpha1.LabelPodGroup: "b"}))
+	invalid("b", "1 members exist, minMember 2")
+	e.staysUnbound(2*time.Second, "b-0")
+}
