@@ -47,12 +47,12 @@ type Manager struct {
 	// epoch is not tried again until the next.
 	epoch uint64
 
-	pgLister    musterlisters.PodGroupLister
-	spLister    splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
+	pgLister musterlisters.PodGroupLister
+	spLister splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
 	// podStores are the stores of the label-selected pod informers. A pod
 	// leaves one of them when it loses that label, and may still be in
 	// another: only its absence from all of them deletes it.
-	podStores []cache.Store
+	podStores   []cache.Store
 	listenersMu sync.Mutex
 	listeners   []func(Key)
 	onWake      []func(Key, []*v1.Pod)
