@@ -71,6 +71,7 @@ func For(ctx context.Context, h framework.Handle) (*Batch, error) {
 		return nil, err
 	}
 	clients.Kube = h.ClientSet()
+	clients.Pods = factory.Core().V1().Pods().Informer()
 	m, err := gang.NewManager(ctx, clients)
 	if err != nil {
 		return nil, err
@@ -98,18 +99,21 @@ func For(ctx context.Context, h framework.Handle) (*Batch, error) {
 // activate pods in (the framework's pod activator is wired after the
 // plugins are built).
 //
-// With queues on, the first call also waits (a few milliseconds, at most
-// 10 s) until the accounting has every node: QueueSort orders pods by
-// shares of the cluster, and the queue orders each pod once, when it is
-// added.
+// The first call also waits (a few milliseconds, at most 10 s) until the
+// gang state has every pod of the scheduler's first list and, with queues
+// on, the accounting every node: QueueSort orders pods by shares of the
+// cluster, and the queue orders each pod once, when it is added.
 func (b *Batch) QueueStarted(ctx context.Context) {
 	b.activation.Do(func() {
 		logger := klog.FromContext(ctx)
+		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// The scheduler's informers have synced; the gang state's handler
+		// on them may still be taking in the first list.
+		cache.WaitForCacheSync(waitCtx.Done(), b.Gangs.HasSynced)
 		if qs := b.Queues(); qs != nil {
-			waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			qs.WaitForNodes(waitCtx)
-			cancel()
 		}
+		cancel()
 		b.Gangs.OnWake(func(key gang.Key, pending []*v1.Pod) {
 			pods := make(map[string]*v1.Pod, len(pending))
 			for _, p := range pending {
@@ -174,6 +178,11 @@ func (b *Batch) startControllers(ctx context.Context) error {
 	go func() {
 		defer broadcaster.Shutdown()
 		controllers.RunWhenLeader(ctx, b.handle.ClientSet(), controllers.Namespace(), func(ctx context.Context) {
+			// Status is written from a complete gang state only: after a
+			// restart, a half-listed gang would say it lost members.
+			if !cache.WaitForCacheSync(ctx.Done(), b.Gangs.HasSynced) {
+				return
+			}
 			go pg.Run(ctx)
 			select {
 			case <-b.queuesOn:

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -49,10 +50,12 @@ type Manager struct {
 
 	pgLister musterlisters.PodGroupLister
 	spLister splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
-	// podStores are the stores of the label-selected pod informers. A pod
-	// leaves one of them when it loses that label, and may still be in
+	// podStores are the stores of the pod informers: the scheduler's (live
+	// pods) and the label-selected ones of terminated pods. A pod leaves
+	// one of them when it finishes or loses a label, and may still be in
 	// another: only its absence from all of them deletes it.
 	podStores   []cache.Store
+	podsSynced  cache.InformerSynced
 	listenersMu sync.Mutex
 	listeners   []func(Key)
 	onWake      []func(Key, []*v1.Pod)
@@ -109,22 +112,52 @@ type Clients struct {
 	// SchedulerPlugins is nil when scheduler-plugins' PodGroup CRD is not
 	// installed.
 	SchedulerPlugins spclient.Interface
+	// Pods is the scheduler's informer of live (not terminated) pods. The
+	// Manager takes every gang's live members from it, so that the process
+	// watches and decodes each pod once; the scheduler starts it.
+	Pods cache.SharedIndexInformer
 }
 
-// NewManager builds a Manager and starts its informers; they stop when ctx
-// ends. It returns once they have synced.
+// terminated selects the pods that finished: the scheduler's informer drops
+// them, and a gang counts its succeeded and failed members.
+var terminated = fields.AndSelectors(
+	fields.OneTermNotEqualSelector("status.phase", string(v1.PodPending)),
+	fields.OneTermNotEqualSelector("status.phase", string(v1.PodRunning)),
+	fields.OneTermNotEqualSelector("status.phase", string(v1.PodUnknown)),
+).String()
+
+// finishGrace is how long a bound member that left the live pods without
+// being deleted (it finished, most likely) keeps its last state, waiting
+// for the watch of terminated pods to deliver it finished: the two watches
+// are not ordered, and a gang must not lose a member in between.
+const finishGrace = time.Second
+
+// NewManager builds a Manager and starts its own informers (PodGroups, and
+// managed pods once terminated); they stop when ctx ends. It returns once
+// they have synced. HasSynced reports when c.Pods, started by the
+// scheduler, has delivered every live pod too.
 func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	m := &Manager{groups: map[Key]*group{}, memberOf: map[types.UID]Key{}, refused: map[Key]bool{}}
-	var synced []cache.InformerSynced
 	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.updatePod(obj) },
+		AddFunc:    m.updatePod,
 		UpdateFunc: func(_, obj any) { m.updatePod(obj) },
 		DeleteFunc: m.unlistPod,
 	}
+	reg, err := c.Pods.AddEventHandler(handler)
+	if err != nil {
+		return nil, err
+	}
+	m.podsSynced = reg.HasSynced
+	m.podStores = append(m.podStores, c.Pods.GetStore())
+
+	var synced []cache.InformerSynced
+	// One watch per label family: a label selector cannot say "any of".
+	// Terminated pods change once, so these watches carry few events.
 	for _, label := range []string{v1alpha1.LabelPodGroup, v1alpha1.LegacyLabelPodGroup, v1alpha1.SchedulerPluginsLabelPodGroup, v1alpha1.LabelQueue} {
 		f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = label
-		}))
+			o.FieldSelector = terminated
+		}), informers.WithTransform(dropManagedFields))
 		inf := f.Core().V1().Pods().Informer()
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return nil, err
@@ -160,6 +193,15 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 		return nil, fmt.Errorf("gang informers did not sync")
 	}
 	return m, nil
+}
+
+// dropManagedFields trims what the Manager never reads from the pods it
+// holds, as the scheduler's own pod informer does: less memory, less GC.
+func dropManagedFields(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok && o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // OnChange registers f to be called with the key of every gang whose
@@ -295,9 +337,19 @@ func (m *Manager) updatePod(obj any) {
 	if !ok {
 		return
 	}
+	if _, ok := KeyOf(pod); !ok && !m.isMember(pod.UID) {
+		return // unmanaged: most pods of a cluster
+	}
 	if key, ok := m.upsert(pod); ok {
 		m.notify(key)
 	}
+}
+
+func (m *Manager) isMember(uid types.UID) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.memberOf[uid]
+	return ok
 }
 
 // upsert records the pod as a member of its gang and returns the gang; a
@@ -341,27 +393,51 @@ func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
 	return key, true
 }
 
-// unlistPod handles a pod that left one label-selected informer: deleted,
-// or no longer carrying that label. A copy still listed by another
-// informer is the pod as it is now; only a pod listed by none is deleted.
+// unlistPod handles a pod that left one of the Manager's informers:
+// deleted, finished (it leaves the scheduler's live pods) or relabelled. A
+// copy another informer lists is the pod as it is now.
 func (m *Manager) unlistPod(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	pod, ok := obj.(*v1.Pod)
-	if !ok {
+	if !ok || !m.isMember(pod.UID) || m.relist(pod) {
 		return
 	}
+	if pod.DeletionTimestamp == nil && pod.Spec.NodeName != "" && !finished(pod) {
+		// A running pod gone without being deleted first has finished,
+		// unless it was force-deleted: its terminated copy is on its way.
+		time.AfterFunc(finishGrace, func() {
+			if !m.relist(pod) {
+				m.deletePod(pod)
+			}
+		})
+		return
+	}
+	m.deletePod(pod)
+}
+
+func finished(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}
+
+// relist takes in the copy of the pod that one of the Manager's informers
+// lists, and reports whether there was one.
+func (m *Manager) relist(pod *v1.Pod) bool {
 	for _, store := range m.podStores {
 		if o, exists, _ := store.Get(pod); exists {
 			if p, ok := o.(*v1.Pod); ok && p.UID == pod.UID {
 				m.updatePod(p)
-				return
+				return true
 			}
 		}
 	}
-	m.deletePod(pod)
+	return false
 }
+
+// HasSynced reports whether the Manager has taken in every pod the
+// scheduler's informer listed first.
+func (m *Manager) HasSynced() bool { return m.podsSynced() }
 
 // deletePod removes the pod from the gang it is a member of.
 func (m *Manager) deletePod(pod *v1.Pod) {

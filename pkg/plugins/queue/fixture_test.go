@@ -164,12 +164,12 @@ func newTestPlugin(t *testing.T, c testCluster, drfPreemption bool) (context.Con
 	kube := kubefake.NewClientset(kubeObjs...)
 	muster := musterfake.NewSimpleClientset(musterObjs...)
 
-	gangs, err := gang.NewManager(ctx, gang.Clients{Kube: kube, Muster: muster})
+	schedulerInformers := informers.NewSharedInformerFactory(kube, 0)
+	gangs, err := gang.NewManager(ctx, gang.Clients{Kube: kube, Muster: muster, Pods: schedulerInformers.Core().V1().Pods().Informer()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The Manager's informers have synced, but their handlers may still be
-	// taking the pods in.
+	schedulerInformers.Start(ctx.Done())
 	waitFor(ctx, t, "the gang state to hold every pod", func() bool {
 		for _, p := range c.pods {
 			key, _ := gang.KeyOf(p)
@@ -188,7 +188,6 @@ func newTestPlugin(t *testing.T, c testCluster, drfPreemption bool) (context.Con
 		t.Fatal("queue informer did not sync")
 	}
 
-	schedulerInformers := informers.NewSharedInformerFactory(kube, 0)
 	metrics.Register() // the scheduling queue, the framework's nominator, records to them
 	state, err := queue.NewState(queue.Capacity, queue.DefaultOvercommitFactor, gangs, queueLister, schedulerInformers)
 	if err != nil {
