@@ -91,13 +91,28 @@ func (c *Controller) handOver(queue workqueue.TypedRateLimitingInterface[gang.Ke
 	}
 	c.mu.Unlock()
 	for k := range keys {
+		if k.Family != gang.FamilyMuster && !c.changesAnnouncement(k) {
+			continue // no PodGroup to write, and nothing new to say
+		}
 		queue.Add(k)
 	}
 }
 
+// changesAnnouncement reports whether the reason the gang waits differs
+// from the one last announced. Most changes of gangs with no PodGroup
+// (a member bound, a pod of one placed) change nothing to say: filtered
+// here, they cost the work queue and its worker nothing.
+func (c *Controller) changesAnnouncement(key gang.Key) bool {
+	s := c.manager.Status(key)
+	_, msg := waitingReason(&s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return msg != c.announced[key]
+}
+
 // Run syncs gangs until ctx ends; it may run again later (when this
-// replica leads again). One worker writes, so Events and announcements need
-// no locking.
+// replica leads again). One worker writes status and records Events;
+// announced is shared with the hand-over, under c.mu.
 func (c *Controller) Run(ctx context.Context) {
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[gang.Key](),
 		workqueue.TypedRateLimitingQueueConfig[gang.Key]{Name: "muster-podgroup-status"})
@@ -155,7 +170,9 @@ func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err 
 	}
 	pg, err := c.lister.PodGroups(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
 		delete(c.announced, key)
+		c.mu.Unlock()
 		return false, nil
 	}
 	if err != nil {
@@ -201,24 +218,35 @@ func desiredStatus(pg *v1alpha1.PodGroup, s *gang.Status, admitted bool, now tim
 	return status
 }
 
+// waitingReason is the Event reason and message of a gang that waits, or
+// empty strings.
+func waitingReason(s *gang.Status) (reason, msg string) {
+	switch {
+	case s.Invalid != "" && s.Members > 0:
+		return ReasonInvalid, s.Invalid
+	case s.Waiting != "" && !s.Ready():
+		return ReasonUnschedulable, s.Waiting
+	}
+	return "", ""
+}
+
 // announce records a Warning Event when the reason a gang waits changes:
 // on the PodGroup for Muster PodGroups, on the pending members otherwise.
 func (c *Controller) announce(ctx context.Context, key gang.Key, s *gang.Status) {
-	reason, msg := "", ""
+	reason, msg := waitingReason(s)
+	c.mu.Lock()
+	same := msg == c.announced[key]
 	switch {
-	case s.Invalid != "" && s.Members > 0:
-		reason, msg = ReasonInvalid, s.Invalid
-	case s.Waiting != "" && !s.Ready():
-		reason, msg = ReasonUnschedulable, s.Waiting
-	}
-	if msg == c.announced[key] {
-		return
-	}
-	if msg == "" {
+	case same:
+	case msg == "":
 		delete(c.announced, key)
+	default:
+		c.announced[key] = msg
+	}
+	c.mu.Unlock()
+	if same || msg == "" {
 		return
 	}
-	c.announced[key] = msg
 	klog.FromContext(ctx).V(2).Info("Gang waits", "gang", key, "reason", reason, "message", msg)
 	if key.Family == gang.FamilyMuster {
 		if pg, err := c.lister.PodGroups(key.Namespace).Get(key.Name); err == nil {
