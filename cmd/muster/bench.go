@@ -29,6 +29,7 @@ func newBenchCommand() *cobra.Command {
 		verbosity    int
 		cpuProfile   string
 		mutexProfile string
+		allocProfile string
 		traceFile    string
 		runs         int
 	)
@@ -89,6 +90,13 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 					}
 				}()
 			}
+			if allocProfile != "" {
+				defer func() {
+					if err := writeProfile("allocs", allocProfile); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), err)
+					}
+				}()
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
@@ -135,6 +143,7 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 	f.StringVar(&outDir, "out", "", "write a picture of utilization and queue shares over time per scenario (<name>.svg) and results.json (with series) into this folder")
 	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run instead of each scenario's list ("+strings.Join(scenario.Profiles, ", ")+")")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (control plane, scheduler, runner) to this file")
+	f.StringVar(&allocProfile, "allocprofile", "", "write a profile of the memory allocated by the whole process (go tool pprof -sample_index=alloc_space) to this file")
 	f.StringVar(&mutexProfile, "mutexprofile", "", "write a profile of contended locks (1 in 10 sampled) of the whole process to this file")
 	f.StringVar(&traceFile, "trace", "", "write an execution trace of the whole process to this file (go tool trace): where the scheduler's goroutines wait")
 	f.IntVar(&runs, "runs", 0, "run each profile this many times, the profiles taking turns, and report medians (default: the scenario's runs, else 1)")
