@@ -54,13 +54,14 @@ const (
 // from reclaimable queues above their deserved share (never below their
 // guarantee), then from lower-priority gangs of the gang's own queue, then
 // (with DRF preemption on) members above minMember of same-priority gangs
-// of that queue whose dominant share stays above the preemptor's; members
-// above a victim gang's minMember before whole gangs; never a
-// system-critical pod or one whose PodDisruptionBudget allows no
-// disruption. The gang's queue must stay within its ceiling afterwards, so
-// two queues never reclaim from each other in turn; a DRF preemption
-// leaves the victim's share above the preemptor's, so two gangs never
-// preempt each other in turn either.
+// of that queue whose dominant share does not fall below the preemptor's;
+// members above a victim gang's minMember before whole gangs; never a
+// system-critical pod, and a pod whose PodDisruptionBudget allows no
+// disruption only when no other choice lets the gang fit. The gang's queue
+// must stay within its ceiling afterwards, so two queues never reclaim
+// from each other in turn; a DRF preemption leaves the victim's share no
+// lower than the preemptor's, so two gangs never preempt each other in
+// turn either.
 //
 // A gang that is ready already (an elastic member) preempts only within
 // its queue: it has started, and its queue's share is not what holds it.
@@ -253,11 +254,14 @@ func (pl *Plugin) starving(snap *queue.Snapshot, leader gang.Key, q string) []ga
 // candidates lists the units reclaim and preemption may take, in the order
 // they are preferred: from other queues, then lower-priority gangs of the
 // preemptor's queue, then (DRF) its same-priority gangs; from each, members
-// above minMember before the fewest whole gangs. A gang its queue does not
-// admit is offered whole gangs only: evicting members above a minimum
-// lowers allocated and elastic alike, which admission does not see.
+// above minMember before the fewest whole gangs; gangs a disruption budget
+// protects after all others. A gang its queue does not admit is offered
+// whole gangs only: evicting members above a minimum lowers allocated and
+// elastic alike, which admission does not see.
 func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, priority int32, need queue.Vector, withinQueue, admitted bool) []unit {
-	var extras, wholes, lowerExtras, lower, byShare []unit
+	// Units of gangs a PodDisruptionBudget protects come after every other
+	// choice: taken only when nothing else lets the gang fit.
+	var free, guarded unitLists
 	evicting := pl.records.evictingNow()
 	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
 		if key == preemptor || g.Allocated == nil {
@@ -280,8 +284,12 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		// Members being evicted are not counted: taking "extras" must never
 		// leave the gang below its minimum.
 		bound := slices.DeleteFunc(pl.gangs.BoundMembers(key), func(p *v1.Pod) bool { _, ok := evicting[p.UID]; return ok })
-		if len(bound) == 0 || !evictable(bound, pl.pdbs) {
+		if len(bound) == 0 || systemCritical(bound) {
 			return true
+		}
+		lists := &free
+		if slices.ContainsFunc(bound, pl.pdbs) {
+			lists = &guarded
 		}
 		var spec *gang.Spec
 		if admitted {
@@ -290,33 +298,45 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		}
 		switch {
 		case !sameQueue:
-			extras = append(extras, extraUnits(key, g, bound, spec, reclaim)...)
-			wholes = append(wholes, wholeUnit(key, g, bound, reclaim))
+			lists.extras = append(lists.extras, extraUnits(key, g, bound, spec, reclaim)...)
+			lists.wholes = append(lists.wholes, wholeUnit(key, g, bound, reclaim))
 		case g.Priority < priority:
-			lowerExtras = append(lowerExtras, extraUnits(key, g, bound, spec, preempt)...)
-			lower = append(lower, wholeUnit(key, g, bound, preempt))
+			lists.lowerExtras = append(lists.lowerExtras, extraUnits(key, g, bound, spec, preempt)...)
+			lists.lower = append(lists.lower, wholeUnit(key, g, bound, preempt))
 		default:
-			byShare = append(byShare, extraUnits(key, g, bound, spec, evenShares)...)
+			lists.byShare = append(lists.byShare, extraUnits(key, g, bound, spec, evenShares)...)
 		}
 		return true
 	})
+	return slices.Concat(free.ordered(snap), guarded.ordered(snap))
+}
+
+// unitLists holds candidate units by kind, in the order they are preferred.
+type unitLists struct {
+	extras, wholes, lowerExtras, lower, byShare []unit
+}
+
+// ordered sorts each kind and concatenates them: from other queues, then
+// lower-priority gangs of the preemptor's queue, then (DRF) its
+// same-priority gangs; members above minMember before whole gangs.
+func (l *unitLists) ordered(snap *queue.Snapshot) []unit {
 	// The gangs come from a map: ordered by key first, so that a cycle's
 	// choice does not depend on the map's order. Sorts are stable: a
 	// gang's extras stay newest first.
 	byKey := func(us []unit) {
 		sort.SliceStable(us, func(i, j int) bool { return keyLess(us[i].gang, us[j].gang) })
 	}
-	for _, us := range [][]unit{extras, wholes, lowerExtras, lower, byShare} {
+	for _, us := range [][]unit{l.extras, l.wholes, l.lowerExtras, l.lower, l.byShare} {
 		byKey(us)
 	}
 	// Fewest pods first among whole gangs.
-	sort.SliceStable(wholes, func(i, j int) bool { return len(wholes[i].pods) < len(wholes[j].pods) })
-	sort.SliceStable(lower, func(i, j int) bool { return len(lower[i].pods) < len(lower[j].pods) })
+	sort.SliceStable(l.wholes, func(i, j int) bool { return len(l.wholes[i].pods) < len(l.wholes[j].pods) })
+	sort.SliceStable(l.lower, func(i, j int) bool { return len(l.lower[i].pods) < len(l.lower[j].pods) })
 	// Members of the gang with the highest dominant share first.
-	sort.SliceStable(byShare, func(i, j int) bool {
-		return snap.DominantShare(byShare[i].gangAllocated) > snap.DominantShare(byShare[j].gangAllocated)
+	sort.SliceStable(l.byShare, func(i, j int) bool {
+		return snap.DominantShare(l.byShare[i].gangAllocated) > snap.DominantShare(l.byShare[j].gangAllocated)
 	})
-	return slices.Concat(extras, wholes, lowerExtras, lower, byShare)
+	return slices.Concat(l.extras, l.wholes, l.lowerExtras, l.lower, l.byShare)
 }
 
 // requestsOf sums the pods' resource requests.
@@ -389,19 +409,19 @@ func overDeserved(f *queue.Figures, need queue.Vector) bool {
 	return false
 }
 
-// evictable rules out system-critical pods and pods a PodDisruptionBudget
-// protects right now.
-func evictable(pods []*v1.Pod, pdbs func(*v1.Pod) bool) bool {
-	for _, p := range pods {
-		if p.Namespace == metav1.NamespaceSystem || p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical" {
-			return false
-		}
-		if pdbs(p) {
-			return false
-		}
-	}
-	return true
+// systemCritical reports whether any of the pods is never evicted: in
+// kube-system, or of a system-critical priority class.
+func systemCritical(pods []*v1.Pod) bool {
+	return slices.ContainsFunc(pods, func(p *v1.Pod) bool {
+		return p.Namespace == metav1.NamespaceSystem || p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical"
+	})
 }
+
+// shareEpsilon absorbs rounding when dominant shares are compared: shares
+// that end equal are the fair outcome DRF preemption works towards. Equal is
+// allowed, and no back-and-forth follows: the victim preempting back would
+// end above the other.
+const shareEpsilon = 1e-9
 
 // chooseVictims adds units in order while they are allowed, until the
 // gang's needed members all fit; then drops every unit the fit does not
@@ -470,11 +490,11 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 			if ok, _ := f.Guarantee.Fits(after); !ok {
 				continue // would take it below its guarantee
 			}
-		case evenShares: // the victim's share must stay above ours
+		case evenShares: // the victim's share must not fall below ours
 			left := u.gangAllocated.Clone()
 			left.Sub(takenFrom[u.gang])
 			left.Sub(u.usage)
-			if shareAfter >= snap.DominantShare(left) {
+			if shareAfter > snap.DominantShare(left)+shareEpsilon {
 				continue
 			}
 		}

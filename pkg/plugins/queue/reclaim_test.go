@@ -142,12 +142,17 @@ func TestCandidates(t *testing.T) {
 			want:     []string{"reclaim whole ns/x [x-1 x-0] cpu=2"},
 		},
 		{
-			name:      "a gang a disruption budget protects is not offered",
+			name:      "a gang a disruption budget protects is offered after every other",
 			queues:    queues(overA),
-			pods:      podsOf(x.pods("n1", "n1", "n2"), y.pods("n2")),
+			pods:      podsOf(x.pods("n1", "n1", "n2"), y.pods("n2"), lower.pods("n1")),
 			need:      cpu(1000),
 			protected: "x",
-			want:      []string{"reclaim whole ns/y [y-0] cpu=1"},
+			want: []string{
+				"reclaim whole ns/y [y-0] cpu=1",
+				"preempt whole ns/l [l-0] cpu=1",
+				"reclaim extra ns/x [x-2] cpu=1",
+				"reclaim whole ns/x [x-2 x-1 x-0] cpu=3",
+			},
 		},
 		{
 			name:   "gangs in kube-system or with a system-critical pod are not offered",
@@ -200,10 +205,34 @@ func TestChooseVictims(t *testing.T) {
 		withinQueue bool
 		// evicting names pods whose eviction is in flight.
 		evicting []string
-		want     []string
+		// protected is the pod-group label value a PodDisruptionBudget
+		// allowing no disruption selects.
+		protected string
+		want      []string
 		// wantPlan maps each member to its node.
 		wantPlan map[string]string
 	}{
+		{
+			name:   "a gang a disruption budget protects is spared when another choice exists",
+			queues: []*v1alpha1.Queue{capacityQueue("a", "0", ""), capacityQueue("b", "", "")},
+			pods: podsOf(testGang{name: "x", queue: "a", minMember: 1, cpu: "2"}.pods("n1", "n1"),
+				testGang{name: "y", queue: "a", minMember: 1, cpu: "2"}.pods("n2", "n2")),
+			protected: "x",
+			preemptor: testGang{name: "p", queue: "b", minMember: 1, cpu: "4"},
+			members:   1,
+			want:      []string{"reclaim whole ns/y [y-1 y-0] cpu=4"},
+			wantPlan:  map[string]string{"p-0": "n2"},
+		},
+		{
+			name:      "a gang a disruption budget protects when nothing else lets the gang fit",
+			queues:    []*v1alpha1.Queue{capacityQueue("a", "4", ""), capacityQueue("b", "", "")},
+			pods:      xFull,
+			protected: "x",
+			preemptor: testGang{name: "p", queue: "b", minMember: 1, cpu: "2"},
+			members:   1,
+			want:      []string{"reclaim extra ns/x [x-3] cpu=2"},
+			wantPlan:  map[string]string{"p-0": "n2"},
+		},
 		{
 			name:      "a member above minMember is enough",
 			queues:    []*v1alpha1.Queue{capacityQueue("a", "4", ""), capacityQueue("b", "", "")},
@@ -360,11 +389,23 @@ func TestChooseVictims(t *testing.T) {
 			wantPlan:    map[string]string{"p-0": "n2"},
 		},
 		{
-			name:   "DRF: nothing once the victim's share would fall to the preemptor's",
+			name:   "DRF: shares that end equal",
 			queues: []*v1alpha1.Queue{capacityQueue("b", "", "")},
-			// p will hold 4 of 8 cpu: s may lose s-3 (down to 6) but not s-2
-			// as well (down to 4), and n2 needs both gone.
+			// p will hold 4 of 8 cpu, and s 4 once n2 is emptied.
 			pods:        testGang{name: "s", queue: "b", minMember: 1, cpu: "2", priority: 10}.pods("n1", "n1", "n2", "n2"),
+			preemptor:   testGang{name: "p", queue: "b", minMember: 1, cpu: "4", priority: 10},
+			members:     1,
+			drf:         true,
+			withinQueue: true,
+			want:        []string{"evenShares extra ns/s [s-3] cpu=2", "evenShares extra ns/s [s-2] cpu=2"},
+			wantPlan:    map[string]string{"p-0": "n2"},
+		},
+		{
+			name:   "DRF: nothing once the victim's share would fall below the preemptor's",
+			queues: []*v1alpha1.Queue{capacityQueue("b", "", "")},
+			// p will hold 4 of 8 cpu: s may lose s-2 (down to 4) but not s-1
+			// as well (down to 2), and n2 needs both gone.
+			pods:        testGang{name: "s", queue: "b", minMember: 1, cpu: "2", priority: 10}.pods("n1", "n2", "n2"),
 			preemptor:   testGang{name: "p", queue: "b", minMember: 1, cpu: "4", priority: 10},
 			members:     1,
 			drf:         true,
@@ -381,6 +422,10 @@ func TestChooseVictims(t *testing.T) {
 				key, _ := gang.KeyOf(p)
 				pl.records.recordEvictions(gang.Key{Family: gang.FamilyMuster, Namespace: testNamespace, Name: "earlier"},
 					[]unit{{gang: key, queue: p.Labels[v1alpha1.LabelQueue], pods: []*v1.Pod{p}, usage: queue.FromList(podRequests(p))}})
+			}
+			if tc.protected != "" {
+				sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodGroup: tc.protected})
+				pl.pdbs = pdbBlocks(func(string) ([]pdb, error) { return []pdb{{selector: sel, allowed: 0}}, nil })
 			}
 			st := pl.gangs.Status(tc.preemptor.key())
 			need := queue.Vector{}
@@ -468,39 +513,56 @@ func TestStillOver(t *testing.T) {
 	}
 }
 
-func TestEvictable(t *testing.T) {
-	plain := st.MakePod().Namespace(testNamespace).Name("plain").Label("app", "web").Obj()
-	other := st.MakePod().Namespace(testNamespace).Name("other").Label("app", "db").Obj()
+func TestSystemCritical(t *testing.T) {
+	plain := st.MakePod().Namespace(testNamespace).Name("plain").Obj()
 	system := st.MakePod().Namespace(metav1.NamespaceSystem).Name("system").Obj()
 	critical := func(class string) *v1.Pod {
 		p := st.MakePod().Namespace(testNamespace).Name(class).Obj()
 		p.Spec.PriorityClassName = class
 		return p
 	}
+	tests := []struct {
+		name string
+		pods []*v1.Pod
+		want bool
+	}{
+		{"plain", []*v1.Pod{plain}, false},
+		{"kube-system", []*v1.Pod{plain, system}, true},
+		{"system-cluster-critical", []*v1.Pod{critical("system-cluster-critical")}, true},
+		{"system-node-critical", []*v1.Pod{critical("system-node-critical")}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := systemCritical(tc.pods); got != tc.want {
+				t.Errorf("systemCritical = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPDBBlocks(t *testing.T) {
+	plain := st.MakePod().Namespace(testNamespace).Name("plain").Label("app", "web").Obj()
+	other := st.MakePod().Namespace(testNamespace).Name("other").Label("app", "db").Obj()
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
 	budgets := func(list ...pdb) func(*v1.Pod) bool {
 		return pdbBlocks(func(string) ([]pdb, error) { return list, nil })
 	}
 	tests := []struct {
 		name string
-		pods []*v1.Pod
+		pod  *v1.Pod
 		pdbs func(*v1.Pod) bool
 		want bool
 	}{
-		{"no budget", []*v1.Pod{plain, other}, budgets(), true},
-		{"kube-system", []*v1.Pod{plain, system}, budgets(), false},
-		{"system-cluster-critical", []*v1.Pod{critical("system-cluster-critical")}, budgets(), false},
-		{"system-node-critical", []*v1.Pod{critical("system-node-critical")}, budgets(), false},
-		{"a budget allowing no disruption selects a pod", []*v1.Pod{other, plain}, budgets(pdb{selector: web, allowed: 0}), false},
-		{"a budget allowing no disruption selects no pod", []*v1.Pod{other}, budgets(pdb{selector: web, allowed: 0}), true},
-		{"a budget allowing a disruption", []*v1.Pod{plain}, budgets(pdb{selector: web, allowed: 1}), true},
-		{"budgets that cannot be listed", []*v1.Pod{plain},
-			pdbBlocks(func(string) ([]pdb, error) { return nil, errors.New("lister down") }), false},
+		{"no budget", plain, budgets(), false},
+		{"a budget allowing no disruption selects the pod", plain, budgets(pdb{selector: web, allowed: 0}), true},
+		{"a budget allowing no disruption selects another pod", other, budgets(pdb{selector: web, allowed: 0}), false},
+		{"a budget allowing a disruption", plain, budgets(pdb{selector: web, allowed: 1}), false},
+		{"budgets that cannot be listed", plain, pdbBlocks(func(string) ([]pdb, error) { return nil, errors.New("lister down") }), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := evictable(tc.pods, tc.pdbs); got != tc.want {
-				t.Errorf("evictable = %v, want %v", got, tc.want)
+			if got := tc.pdbs(tc.pod); got != tc.want {
+				t.Errorf("blocked = %v, want %v", got, tc.want)
 			}
 		})
 	}
