@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	spinformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
@@ -404,7 +405,7 @@ func (m *Manager) unlistPod(obj any) {
 	if !ok || !m.isMember(pod.UID) || m.relist(pod) {
 		return
 	}
-	if pod.DeletionTimestamp == nil && pod.Spec.NodeName != "" && !finished(pod) {
+	if pod.DeletionTimestamp == nil && pod.Spec.NodeName != "" && !podutil.IsPodTerminal(pod) {
 		// A running pod gone without being deleted first has finished,
 		// unless it was force-deleted: its terminated copy is on its way.
 		time.AfterFunc(finishGrace, func() {
@@ -415,10 +416,6 @@ func (m *Manager) unlistPod(obj any) {
 		return
 	}
 	m.deletePod(pod)
-}
-
-func finished(pod *v1.Pod) bool {
-	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
 }
 
 // relist takes in the copy of the pod that one of the Manager's informers
@@ -725,7 +722,7 @@ func (m *Manager) BoundMembers(key Key) []*v1.Pod {
 	}
 	var out []*v1.Pod
 	for _, p := range g.members {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != v1.PodFailed && p.Status.Phase != v1.PodSucceeded {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !podutil.IsPodTerminal(p) {
 			out = append(out, p)
 		}
 	}
@@ -743,7 +740,7 @@ func (m *Manager) IsAllocated(key Key, uid types.UID) bool {
 		return false
 	}
 	p, ok := g.members[uid]
-	if !ok || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+	if !ok || p.DeletionTimestamp != nil || podutil.IsPodTerminal(p) {
 		return false
 	}
 	_, reserved := g.reserved[uid]
@@ -778,7 +775,7 @@ func (m *Manager) PendingMembers(key Key) []*v1.Pod {
 func (g *group) pendingLocked() []*v1.Pod {
 	var out []*v1.Pod
 	for uid, p := range g.members {
-		if _, reserved := g.reserved[uid]; reserved || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodFailed || p.Status.Phase == v1.PodSucceeded {
+		if _, reserved := g.reserved[uid]; reserved || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || podutil.IsPodTerminal(p) {
 			continue
 		}
 		out = append(out, p)

@@ -13,6 +13,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/apis/scheduling"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
@@ -413,7 +414,7 @@ func overDeserved(f *queue.Figures, need queue.Vector) bool {
 // kube-system, or of a system-critical priority class.
 func systemCritical(pods []*v1.Pod) bool {
 	return slices.ContainsFunc(pods, func(p *v1.Pod) bool {
-		return p.Namespace == metav1.NamespaceSystem || p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical"
+		return p.Namespace == metav1.NamespaceSystem || p.Spec.PriorityClassName == scheduling.SystemClusterCritical || p.Spec.PriorityClassName == scheduling.SystemNodeCritical
 	})
 }
 
