@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -442,12 +443,16 @@ func TestGangMembershipFollowsLabels(t *testing.T) {
 
 	relabel := func(name string, labels map[string]string) {
 		t.Helper()
-		pod, err := cluster.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pod, err := cluster.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pod.Labels = labels
+			_, err = cluster.Client.CoreV1().Pods(e.ns).Update(e.ctx, pod, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		pod.Labels = labels
-		if _, err := cluster.Client.CoreV1().Pods(e.ns).Update(e.ctx, pod, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
