@@ -22,16 +22,17 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	var (
-		asJSON       bool
-		withSeries   bool
-		outDir       string
-		profiles     []string
-		verbosity    int
-		cpuProfile   string
-		mutexProfile string
-		allocProfile string
-		traceFile    string
-		runs         int
+		asJSON         bool
+		withSeries     bool
+		outDir         string
+		profiles       []string
+		verbosity      int
+		cpuProfile     string
+		mutexProfile   string
+		windowProfiles string
+		allocProfile   string
+		traceFile      string
+		runs           int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench SCENARIO|DIR...",
@@ -62,6 +63,9 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 					return err
 				}
 				scenarios = append(scenarios, s)
+			}
+			if cpuProfile != "" && windowProfiles != "" {
+				return fmt.Errorf("--cpuprofile and --window-cpuprofiles both profile the CPU: use one")
 			}
 			// Recorders that write to a file from start to stop.
 			for _, rec := range []struct {
@@ -104,6 +108,9 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 			var reports []*scenario.Report
 			var failures []string
 			for _, s := range scenarios {
+				if windowProfiles != "" {
+					opts.Window = windowCPUProfile(windowProfiles, s.Name, cmd.ErrOrStderr())
+				}
 				results, err := scenario.Run(ctx, s, opts)
 				if err != nil {
 					return err
@@ -143,12 +150,39 @@ each bound, when one does not hold. docs/scenarios.md is the file reference.`,
 	f.StringVar(&outDir, "out", "", "write a picture of utilization and queue shares over time per scenario (<name>.svg) and results.json (with series) into this folder")
 	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run instead of each scenario's list ("+strings.Join(scenario.Profiles, ", ")+")")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (control plane, scheduler, runner) to this file")
+	f.StringVar(&windowProfiles, "window-cpuprofiles", "", "write a CPU profile of each run's measured window alone (scheduler start to the run's end) into this folder, as <scenario>-<profile>-<run>.pprof; go tool pprof merges several")
 	f.StringVar(&allocProfile, "allocprofile", "", "write a profile of the memory allocated by the whole process (go tool pprof -sample_index=alloc_space) to this file")
 	f.StringVar(&mutexProfile, "mutexprofile", "", "write a profile of contended locks (1 in 10 sampled) of the whole process to this file")
 	f.StringVar(&traceFile, "trace", "", "write an execution trace of the whole process to this file (go tool trace): where the scheduler's goroutines wait")
 	f.IntVar(&runs, "runs", 0, "run each profile this many times, the profiles taking turns, and report medians (default: the scenario's runs, else 1)")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity of the control plane and scheduler (0: no logs)")
 	return cmd
+}
+
+// windowCPUProfile returns a scenario.Options.Window that profiles the CPU
+// of each run's window into dir; a failure to profile is reported on
+// errOut and does not stop the run.
+func windowCPUProfile(dir, scenarioName string, errOut io.Writer) func(profile string, run int) func() {
+	return func(profile string, run int) func() {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintln(errOut, err)
+			return func() {}
+		}
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.pprof", scenarioName, profile, run)))
+		if err != nil {
+			fmt.Fprintln(errOut, err)
+			return func() {}
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(errOut, err)
+			f.Close()
+			return func() {}
+		}
+		return func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+	}
 }
 
 // writeProfile writes the named runtime profile to file.

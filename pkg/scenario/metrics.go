@@ -26,6 +26,10 @@ type Result struct {
 	// PodsPerSecond is bound pods ÷ (last bind − first pod created, or
 	// the scheduler's start for pods created before it).
 	PodsPerSecond float64 `json:"podsPerSecond"`
+	// FirstBindSeconds is from the scheduler's start (or the first pod
+	// created, if later) to the first bind: what start-up (informer sync,
+	// plugin set-up) and the first cycle cost before the steady rate.
+	FirstBindSeconds float64 `json:"firstBindSeconds"`
 	// AttemptsPerPod is kube-scheduler's scheduling attempts ÷ pods.
 	AttemptsPerPod float64 `json:"attemptsPerPod"`
 	Attempts       int     `json:"attempts"`
@@ -106,6 +110,11 @@ type Result struct {
 	ReclaimedPods          int     `json:"reclaimedPods"`
 	VictimsPerReclaimedPod float64 `json:"victimsPerReclaimedPod"`
 	GangsBroken            int     `json:"gangsBrokenByEviction"`
+	// CPUMillisPerPod is the CPU time the whole process (control plane,
+	// scheduler, simulated kubelet, runner) used during the run, user and
+	// system, ÷ bound pods. On a busy machine pods/s follows it: the
+	// scheduler shares the cores with everything else.
+	CPUMillisPerPod float64 `json:"cpuMillisPerBoundPod"`
 	// Process memory: peak resident set (control plane, scheduler and
 	// runner share the process) and peak Go heap during the run.
 	PeakRSSBytes  uint64  `json:"peakRSSBytes"`
@@ -162,7 +171,7 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 	}
 	preemptors := preemptorSet(o.pods, o.victimEvents())
 	r.Preemptors, r.ReclaimedPods = len(preemptors), reclaimedPods(o.pods, preemptors)
-	var firstCreated, lastBound, lastDone time.Time
+	var firstCreated, firstBound, lastBound, lastDone time.Time
 	boundUIDs := map[string]bool{}
 	for _, p := range o.pods {
 		created := p.created
@@ -178,6 +187,9 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 		}
 		r.BoundPods++
 		boundUIDs[p.uid] = true
+		if firstBound.IsZero() || p.bound.Before(firstBound) {
+			firstBound = p.bound
+		}
 		if p.bound.After(lastBound) {
 			lastBound = p.bound
 		}
@@ -197,6 +209,9 @@ func measure(s *Scenario, o *observer, rel, open []released, attempts int, start
 	}
 	if r.BoundPods > 0 && lastBound.After(firstCreated) {
 		r.PodsPerSecond = float64(r.BoundPods) / lastBound.Sub(firstCreated).Seconds()
+	}
+	if !firstBound.IsZero() && firstBound.After(firstCreated) {
+		r.FirstBindSeconds = firstBound.Sub(firstCreated).Seconds()
 	}
 	if r.Pods > 0 {
 		r.AttemptsPerPod = float64(attempts) / float64(r.Pods)

@@ -131,6 +131,8 @@ var rows = []row{
 		}
 		return strings.Join(runs, " ")
 	}, repeated},
+	{"first bind (s)", func(r *Result) string { return fmt.Sprintf("%.2f", r.FirstBindSeconds) }, always},
+	{"process CPU per pod (ms)", func(r *Result) string { return fmt.Sprintf("%.2f", r.CPUMillisPerPod) }, always},
 	{"attempts/pod", func(r *Result) string { return fmt.Sprintf("%.2f", r.AttemptsPerPod) }, always},
 	{"gangs bound", func(r *Result) string { return fmt.Sprintf("%d/%d", r.GangsBound, r.Gangs) }, hasGangs},
 	{"gang latency p50/p99 (s)", func(r *Result) string {

@@ -37,6 +37,10 @@ type Options struct {
 	Interactive bool
 	// Runs, when set, replaces each scenario's runs.
 	Runs int
+	// Window, when set, is called as each run's measured window opens
+	// (the scheduler has started) with the run's profile and number from
+	// 1; the function it returns is called as the window closes.
+	Window func(profile string, run int) (closeWindow func())
 }
 
 // Run runs the scenario once per profile, or its runs times with the
@@ -58,7 +62,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
 	byProfile := make([][]*Result, len(profiles))
 	for i := 0; i < max(1, runs); i++ {
 		for j, p := range profiles {
-			r, err := runProfile(ctx, s, p, opts)
+			r, err := runProfile(ctx, s, p, i+1, opts)
 			if err != nil {
 				return nil, fmt.Errorf("%s, profile %s: %w", s.Name, p, err)
 			}
@@ -76,7 +80,7 @@ var setLoggerOnce sync.Once
 
 // runProfile runs the scenario under one profile and stops every goroutine
 // it started before returning.
-func runProfile(parent context.Context, s *Scenario, profile string, opts Options) (*Result, error) {
+func runProfile(parent context.Context, s *Scenario, profile string, run int, opts Options) (*Result, error) {
 	cfg, err := schedulerConfig(profile, s.gangWait, s.Speedup)
 	if err != nil {
 		return nil, err
@@ -153,7 +157,11 @@ func runProfile(parent context.Context, s *Scenario, profile string, opts Option
 		}
 	}
 	defer stopSched()
-	start := time.Now()
+	closeWindow := func() {}
+	if opts.Window != nil {
+		closeWindow = opts.Window(profile, run)
+	}
+	start, cpuStart := time.Now(), processCPU()
 	obs.mu.Lock()
 	obs.start, obs.lastProgress = start, start
 	obs.mu.Unlock()
@@ -168,6 +176,8 @@ func runProfile(parent context.Context, s *Scenario, profile string, opts Option
 	defer creators.Wait()
 
 	end, runErr := waitForEnd(ctx, s, profile, obs, createErr, start, opts)
+	cpu := processCPU() - cpuStart
+	closeWindow()
 	if runErr == nil {
 		// Before the scheduler stops: its recorder may still be posting.
 		obs.awaitVictimEvents(ctx, victimEventsWait)
@@ -184,6 +194,9 @@ func runProfile(parent context.Context, s *Scenario, profile string, opts Option
 	r := measure(s, obs, rel, open, scheduleAttempts()-attemptsBefore, start, end)
 	r.Profile = profile
 	r.PeakRSSBytes, r.PeakHeapBytes = peakRSS, peakHeap
+	if r.BoundPods > 0 {
+		r.CPUMillisPerPod = cpu.Seconds() * 1000 / float64(r.BoundPods)
+	}
 	return r, nil
 }
 
