@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -108,8 +109,13 @@ func (b *Batch) QueueStarted(ctx context.Context) {
 		logger := klog.FromContext(ctx)
 		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		// The scheduler's informers have synced; the gang state's handler
-		// on them may still be taking in the first list.
-		cache.WaitForCacheSync(waitCtx.Done(), b.Gangs.HasSynced)
+		// on them may still be taking in the first list. This runs on the
+		// scheduler's pod handler, before its first pod is queued: poll
+		// finely, not at WaitForCacheSync's 100 ms, which would idle
+		// the scheduler for that long at every start.
+		_ = wait.PollUntilContextCancel(waitCtx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
+			return b.Gangs.HasSynced(), nil
+		})
 		if qs := b.Queues(); qs != nil {
 			qs.WaitForNodes(waitCtx)
 		}

@@ -491,17 +491,22 @@ func (m *Manager) Status(key Key) Status {
 // statusLocked returns the gang's status, from the cache when it is fresh.
 // Its maps and lists are shared by every caller: read only. m.mu held, for
 // reading at least.
-func (m *Manager) statusLocked(key Key) Status {
+func (m *Manager) statusLocked(key Key) Status { return *m.statusRefLocked(key) }
+
+// statusRefLocked is statusLocked without the copy: the cached status
+// itself, read only. m.mu held, for reading at least.
+func (m *Manager) statusRefLocked(key Key) *Status {
 	g := m.groups[key]
 	if g == nil {
-		return m.computeStatusLocked(key, &group{})
+		s := m.computeStatusLocked(key, &group{})
+		return &s
 	}
 	if s := g.status.Load(); s != nil {
-		return *s
+		return s
 	}
 	s := m.computeStatusLocked(key, g)
 	g.status.Store(&s)
-	return s
+	return &s
 }
 
 func (m *Manager) computeStatusLocked(key Key, g *group) Status {
@@ -565,10 +570,8 @@ func (m *Manager) Keys() []Key {
 // CreationTime orders gangs in the scheduling queue: the PodGroup's creation
 // time, else the earliest member's.
 func (m *Manager) CreationTime(key Key) time.Time {
-	if key.Family == FamilyMuster {
-		if pg, err := m.pgLister.PodGroups(key.Namespace).Get(key.Name); err == nil {
-			return pg.CreationTimestamp.Time
-		}
+	if pg := m.podGroup(key); pg != nil {
+		return pg.CreationTimestamp.Time
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -576,6 +579,18 @@ func (m *Manager) CreationTime(key Key) time.Time {
 		return g.created
 	}
 	return time.Time{}
+}
+
+// podGroup is the Muster PodGroup of a gang of that family, if it exists.
+func (m *Manager) podGroup(key Key) *v1alpha1.PodGroup {
+	if key.Family != FamilyMuster {
+		return nil
+	}
+	pg, err := m.pgLister.PodGroups(key.Namespace).Get(key.Name)
+	if err != nil {
+		return nil
+	}
+	return pg
 }
 
 // Reserve records that this scheduler reserved node for the member uid.
@@ -796,11 +811,11 @@ func MemberBefore(a, b *v1.Pod) bool {
 	return a.Name < b.Name
 }
 
-// Position is where a member stands in its gang, for ordering the
-// scheduling queue by projected shares.
+// Position is where a member stands in its gang, and what QueueSort reads
+// of the gang, taken under one lock.
 type Position struct {
 	// Status is the gang's (shared: read only).
-	Status Status
+	Status *Status
 	// Pending reports whether the gang state knows the member as pending;
 	// Rank is then its index among the pending members, oldest first.
 	Pending bool
@@ -810,20 +825,32 @@ type Position struct {
 	Need int32
 	// Requests are the member's own (shared: read only).
 	Requests v1.ResourceList
+	// Placing reports whether the gang's placement plan is being carried
+	// out (see Placing).
+	Placing bool
+	// Created is the gang's creation time (see CreationTime).
+	Created time.Time
 }
 
-// Position returns where member uid stands in its gang, with the gang's
-// status, under one lock: QueueSort calls it for both pods of every
-// comparison.
-func (m *Manager) Position(key Key, uid types.UID) Position {
+// Position returns where member uid stands in its gang at time now, under
+// one lock: QueueSort calls it for both pods of every comparison.
+func (m *Manager) Position(key Key, uid types.UID, now time.Time) Position {
+	var pos Position
+	if pg := m.podGroup(key); pg != nil {
+		pos.Created = pg.CreationTimestamp.Time
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	pos := Position{Status: m.statusLocked(key)}
+	pos.Status = m.statusRefLocked(key)
 	pos.Need = max(0, pos.Status.Spec.MinMember-pos.Status.Placed)
 	g := m.groups[key]
 	if g == nil {
 		return pos
 	}
+	if pos.Created.IsZero() {
+		pos.Created = g.created
+	}
+	pos.Placing = g.plan != nil && now.Sub(g.plan.Created) <= PlanTTL
 	ranks := g.ranks.Load()
 	if ranks == nil {
 		pending := g.pendingLocked()

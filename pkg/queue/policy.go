@@ -100,6 +100,15 @@ func (f *Figures) Share() float64 {
 // Compute derives every queue's deserved and realCapability from the
 // cluster total (what queues may divide), the queues' specs and usage.
 func Compute(policy Policy, total Vector, specs []Spec, usage map[string]Usage) map[string]*Figures {
+	figs, top := arrange(specs, usage)
+	divide(policy, figs, top, total, total)
+	return figs
+}
+
+// arrange builds each queue's figures from its spec and usage, links the
+// hierarchy and sums the usage up it; it returns the top queues: those
+// without a parent, and those whose place in the hierarchy is wrong.
+func arrange(specs []Spec, usage map[string]Usage) (map[string]*Figures, []string) {
 	figs := make(map[string]*Figures, len(specs))
 	for _, s := range specs {
 		u := usage[s.Name]
@@ -130,8 +139,7 @@ func Compute(policy Policy, total Vector, specs []Spec, usage map[string]Usage) 
 	for _, name := range top {
 		sumUsage(figs, name)
 	}
-	divide(policy, figs, top, total, total)
-	return figs
+	return figs, top
 }
 
 // loopFrom returns the loop of parents starting at name, if there is one.

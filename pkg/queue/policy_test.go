@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
 
 func cpu(n int64) Vector { return Vector{"cpu": n * 1000} }
@@ -158,4 +161,59 @@ func onlyNonZero(v Vector) Vector {
 		}
 	}
 	return out
+}
+
+func TestDivisionReuse(t *testing.T) {
+	queue := func(name, version string, weight int32, parent string) *v1alpha1.Queue {
+		return &v1alpha1.Queue{
+			ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: version},
+			Spec:       v1alpha1.QueueSpec{Weight: weight, Parent: parent},
+		}
+	}
+	use := func(allocated, request int64) Usage {
+		return Usage{Allocated: cpu(allocated), Request: cpu(request), Inqueue: Vector{}, Elastic: Vector{}}
+	}
+	parent, a, b := queue("parent", "1", 1, ""), queue("a", "1", 1, "parent"), queue("b", "1", 3, "parent")
+	queues := []*v1alpha1.Queue{parent, a, b}
+	total := cpu(40)
+	usage := map[string]Usage{"a": use(0, 40), "b": use(0, 40)}
+
+	figs, top := arrange(specsOf(queues), usage)
+	divide(Proportion, figs, top, total, total)
+	d := &division{total: total, queues: map[string]*v1alpha1.Queue{}, requests: map[string]Vector{}, figs: figs, top: top}
+	for _, q := range queues {
+		d.queues[q.Name] = q
+	}
+	for name, u := range usage {
+		d.requests[name] = u.Request.Clone()
+	}
+
+	// Placing pods moves usage from pending to allocated: requests stay.
+	placed := map[string]Usage{"a": use(7, 40), "b": use(21, 40)}
+	if !d.matches(total, queues, placed) {
+		t.Fatal("division does not match inputs that only moved allocation")
+	}
+	if diff := cmp.Diff(Compute(Proportion, total, specsOf(queues), placed), d.figures(placed)); diff != "" {
+		t.Errorf("reused figures differ from computed ones (-computed +reused):\n%s", diff)
+	}
+
+	tests := []struct {
+		name   string
+		total  Vector
+		queues []*v1alpha1.Queue
+		usage  map[string]Usage
+	}{
+		{"a request changed", total, queues, map[string]Usage{"a": use(0, 41), "b": use(0, 40)}},
+		{"a queue without usage before", total, queues, map[string]Usage{"a": use(0, 40), "b": use(0, 40), "parent": use(0, 0)}},
+		{"the total changed", cpu(41), queues, usage},
+		{"a queue object was replaced", total, []*v1alpha1.Queue{parent, a, queue("b", "2", 1, "parent")}, usage},
+		{"a queue was deleted", total, []*v1alpha1.Queue{parent, a}, usage},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if d.matches(tc.total, tc.queues, tc.usage) {
+				t.Error("matches, want a new division")
+			}
+		})
+	}
 }

@@ -45,6 +45,60 @@ type State struct {
 	// locks by QueueSort.
 	figures sync.Map
 	last    atomic.Pointer[Snapshot]
+	// division is the last computed division of the cluster.
+	division *division
+}
+
+// division is what a refresh computed deserved and realCapability from,
+// with the figures: the next refresh reuses them while the cluster total,
+// the Queue objects and the queues' requests are the same (placing a
+// pod moves usage from pending to allocated; request stays). Water-filling
+// is most of a refresh.
+type division struct {
+	total Vector
+	// queues are the listed objects: the informer replaces an object that
+	// changed, so the same pointers are the same specs.
+	queues   map[string]*v1alpha1.Queue
+	requests map[string]Vector
+	figs     map[string]*Figures
+	top      []string
+}
+
+// matches reports whether d was computed from these inputs.
+func (d *division) matches(total Vector, queues []*v1alpha1.Queue, usage map[string]Usage) bool {
+	if d == nil || !d.total.Equal(total) || len(d.queues) != len(queues) || len(d.requests) != len(usage) {
+		return false
+	}
+	for _, q := range queues {
+		if d.queues[q.Name] != q {
+			return false
+		}
+	}
+	for name, u := range usage {
+		r, ok := d.requests[name]
+		if !ok || !r.Equal(u.Request) {
+			return false
+		}
+	}
+	return true
+}
+
+// figures are d's figures with usage brought up to date.
+func (d *division) figures(usage map[string]Usage) map[string]*Figures {
+	figs := make(map[string]*Figures, len(d.figs))
+	for name, f := range d.figs {
+		u := usage[name]
+		figs[name] = &Figures{
+			Spec:  f.Spec,
+			Usage: Usage{Allocated: orEmpty(u.Allocated), Request: orEmpty(u.Request), Inqueue: orEmpty(u.Inqueue), Elastic: orEmpty(u.Elastic)},
+			// Computed once, read only from then on.
+			Deserved: f.Deserved, RealCapability: f.RealCapability, Children: f.Children, Invalid: f.Invalid,
+		}
+	}
+	for _, name := range d.top {
+		sumUsage(figs, name)
+	}
+	return figs
 }
 
 // contribution is what one gang adds to its queue's usage.
@@ -151,14 +205,35 @@ func (s *State) Refresh() *Snapshot {
 	for key := range s.dirty {
 		s.refreshGang(key)
 	}
-	clear(s.dirty)
+	if len(s.dirty) > 64 {
+		// A cleared map keeps its size, and ranging over it costs that.
+		s.dirty = map[gang.Key]bool{}
+	} else {
+		clear(s.dirty)
+	}
 	snap.Total = allocatable.Clone()
 	for k, n := range unmanaged {
 		if n > 0 {
 			snap.Total[k] = max(0, snap.Total[k]-n)
 		}
 	}
-	snap.Queues = Compute(s.policy, snap.Total, s.specs(), s.usage)
+	queues, _ := s.queues.List(labels.Everything())
+	if s.division.matches(snap.Total, queues, s.usage) {
+		snap.Queues = s.division.figures(s.usage)
+	} else {
+		figs, top := arrange(specsOf(queues), s.usage)
+		divide(s.policy, figs, top, snap.Total, snap.Total)
+		snap.Queues = figs
+		d := &division{total: snap.Total, queues: make(map[string]*v1alpha1.Queue, len(queues)),
+			requests: make(map[string]Vector, len(s.usage)), figs: figs, top: top}
+		for _, q := range queues {
+			d.queues[q.Name] = q
+		}
+		for name, u := range s.usage {
+			d.requests[name] = u.Request.Clone()
+		}
+		s.division = d
+	}
 	s.last.Store(snap)
 	return snap
 }
@@ -217,10 +292,9 @@ func addScaled(sum, v Vector, sign int64) {
 	}
 }
 
-// specs lists the queues, with the default queue even before its object
-// exists.
-func (s *State) specs() []Spec {
-	list, _ := s.queues.List(labels.Everything())
+// specsOf reads the listed queues, with the default queue even before its
+// object exists.
+func specsOf(list []*v1alpha1.Queue) []Spec {
 	specs := make([]Spec, 0, len(list)+1)
 	hasDefault := false
 	for _, q := range list {

@@ -62,6 +62,22 @@ func (v Vector) Clone() Vector {
 	return out
 }
 
+// Equal reports whether v and o hold the same amounts; a missing
+// dimension is 0.
+func (v Vector) Equal(o Vector) bool {
+	for k, n := range v {
+		if o[k] != n {
+			return false
+		}
+	}
+	for k, n := range o {
+		if v[k] != n {
+			return false
+		}
+	}
+	return true
+}
+
 // Add adds o to v in place.
 func (v Vector) Add(o Vector) {
 	for k, n := range o {

@@ -1,9 +1,9 @@
 package gang
 
 import (
+	"cmp"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -33,46 +33,67 @@ func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	case oka && okb && ka == kb:
 		return gang.MemberBefore(podA, podB)
 	}
+	// Each side's gang is read once, under one lock.
+	now := pl.now()
+	var posa, posb gang.Position
+	if oka {
+		posa = pl.manager.Position(ka, podA.UID, now)
+	}
+	if okb {
+		posb = pl.manager.Position(kb, podB.UID, now)
+	}
 	// A gang being placed goes first: its plan holds for the snapshot it
 	// was made on, and each pod placed in between can spoil it.
-	now := pl.now()
-	if ga, gb := oka && pl.manager.Placing(ka, now), okb && pl.manager.Placing(kb, now); ga != gb {
-		return ga
+	if posa.Placing != posb.Placing {
+		return posa.Placing
 	}
 	if oka && okb {
-		if less, decided := pl.queueOrder(podA, podB, ka, kb); decided {
+		if less, decided := pl.queueOrder(&posa, &posb); decided {
 			return less
 		}
 	}
-	ta, keyA := pl.orderKey(a, ka, oka)
-	tb, keyB := pl.orderKey(b, kb, okb)
+	ta, tb := orderTime(a, &posa, oka), orderTime(b, &posb, okb)
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
-	if keyA != keyB {
-		return keyA < keyB
+	if c := compareKeys(ka, oka, kb, okb); c != 0 {
+		return c < 0
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }
 
-// orderKey is the time and gang key a pod is ordered by: its gang's
-// creation, or for a pod in no gang the time it was queued.
-func (pl *Gang) orderKey(q fwk.QueuedPodInfo, key gang.Key, inGang bool) (time.Time, string) {
-	if !inGang {
-		return q.GetTimestamp(), ""
+// orderTime is the time a pod is ordered by: its gang's creation, or for a
+// pod in no gang (or a gang not known yet) the time it was queued.
+func orderTime(q fwk.QueuedPodInfo, pos *gang.Position, inGang bool) time.Time {
+	if !inGang || pos.Created.IsZero() {
+		return q.GetTimestamp()
 	}
-	created := pl.manager.CreationTime(key)
-	if created.IsZero() {
-		created = q.GetTimestamp()
+	return pos.Created
+}
+
+// compareKeys orders gangs created at the same time by key, a pod in no
+// gang first: −1, 0 or 1.
+func compareKeys(a gang.Key, inA bool, b gang.Key, inB bool) int {
+	if inA != inB {
+		if inB {
+			return -1
+		}
+		return 1
 	}
-	return created, key.String()
+	if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Family, b.Family)
 }
 
 // queueOrder compares members of two gangs by their queues and gangs;
 // decided is false when they tie. The gangs'
 // queues and positions come from the gang state, which knows a pod from
 // its PreEnqueue on; queue figures from the last accounting snapshot.
-func (pl *Gang) queueOrder(pa, pb *v1.Pod, ka, kb gang.Key) (less, decided bool) {
+func (pl *Gang) queueOrder(posa, posb *gang.Position) (less, decided bool) {
 	qs := pl.batch.Queues()
 	if qs == nil {
 		return false, false
@@ -81,8 +102,7 @@ func (pl *Gang) queueOrder(pa, pb *v1.Pod, ka, kb gang.Key) (less, decided bool)
 	if snap == nil {
 		return false, false
 	}
-	posa, posb := pl.manager.Position(ka, pa.UID), pl.manager.Position(kb, pb.UID)
-	if qa, qb := queue.QueueOf(&posa.Status), queue.QueueOf(&posb.Status); qa != qb {
+	if qa, qb := queue.QueueOf(posa.Status), queue.QueueOf(posb.Status); qa != qb {
 		fa, fb := snap.Queues[qa], snap.Queues[qb]
 		if fa != nil && fb != nil {
 			if fa.Priority != fb.Priority {
@@ -93,8 +113,8 @@ func (pl *Gang) queueOrder(pa, pb *v1.Pod, ka, kb gang.Key) (less, decided bool)
 			}
 		}
 	}
-	sharea, starta := projectedShare(qs, &posa)
-	shareb, startb := projectedShare(qs, &posb)
+	sharea, starta := projectedShare(qs, posa)
+	shareb, startb := projectedShare(qs, posb)
 	if starta != startb {
 		return starta, true
 	}
