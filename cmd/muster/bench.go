@@ -168,7 +168,8 @@ func windowCPUProfile(dir, scenarioName string, errOut io.Writer) func(profile s
 			fmt.Fprintln(errOut, err)
 			return func() {}
 		}
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.pprof", scenarioName, profile, run)))
+		name := strings.ReplaceAll(fmt.Sprintf("%s-%s-%d.pprof", scenarioName, profile, run), string(filepath.Separator), "_")
+		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			fmt.Fprintln(errOut, err)
 			return func() {}
@@ -180,7 +181,9 @@ func windowCPUProfile(dir, scenarioName string, errOut io.Writer) func(profile s
 		}
 		return func() {
 			pprof.StopCPUProfile()
-			f.Close()
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(errOut, err)
+			}
 		}
 	}
 }

@@ -811,13 +811,14 @@ func MemberBefore(a, b *v1.Pod) bool {
 	return a.Name < b.Name
 }
 
-// Position is where a member stands in its gang, and what QueueSort reads
-// of the gang, taken under one lock.
+// Position is what QueueSort reads of a member's gang: where the member
+// stands in it, and the gang's status, plan and creation time.
 type Position struct {
-	// Status is the gang's (shared: read only).
+	// Status is the gang's (shared: read only); nil unless asked for.
 	Status *Status
 	// Pending reports whether the gang state knows the member as pending;
 	// Rank is then its index among the pending members, oldest first.
+	// Both, with Need and Requests, only with the status.
 	Pending bool
 	Rank    int
 	// Need is how many members are still to be placed before the gang is
@@ -832,25 +833,32 @@ type Position struct {
 	Created time.Time
 }
 
-// Position returns where member uid stands in its gang at time now, under
-// one lock: QueueSort calls it for both pods of every comparison.
-func (m *Manager) Position(key Key, uid types.UID, now time.Time) Position {
+// Position returns what QueueSort reads of member uid's gang at time now;
+// the status and the member's rank only withStatus (they are computed
+// again after every change of the gang). The gang state is read under one
+// lock: QueueSort calls this for both pods of every comparison.
+func (m *Manager) Position(key Key, uid types.UID, now time.Time, withStatus bool) Position {
 	var pos Position
 	if pg := m.podGroup(key); pg != nil {
 		pos.Created = pg.CreationTimestamp.Time
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g != nil {
+		if pos.Created.IsZero() {
+			pos.Created = g.created
+		}
+		pos.Placing = g.plan != nil && now.Sub(g.plan.Created) <= PlanTTL
+	}
+	if !withStatus {
+		return pos
+	}
 	pos.Status = m.statusRefLocked(key)
 	pos.Need = max(0, pos.Status.Spec.MinMember-pos.Status.Placed)
-	g := m.groups[key]
 	if g == nil {
 		return pos
 	}
-	if pos.Created.IsZero() {
-		pos.Created = g.created
-	}
-	pos.Placing = g.plan != nil && now.Sub(g.plan.Created) <= PlanTTL
 	ranks := g.ranks.Load()
 	if ranks == nil {
 		pending := g.pendingLocked()

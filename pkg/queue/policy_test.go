@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
@@ -164,36 +165,40 @@ func onlyNonZero(v Vector) Vector {
 }
 
 func TestDivisionReuse(t *testing.T) {
-	queue := func(name, version string, weight int32, parent string) *v1alpha1.Queue {
+	queue := func(name string, uid types.UID, generation int64, weight int32, parent string) *v1alpha1.Queue {
 		return &v1alpha1.Queue{
-			ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: version},
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Generation: generation, ResourceVersion: "1"},
 			Spec:       v1alpha1.QueueSpec{Weight: weight, Parent: parent},
 		}
 	}
 	use := func(allocated, request int64) Usage {
 		return Usage{Allocated: cpu(allocated), Request: cpu(request), Inqueue: Vector{}, Elastic: Vector{}}
 	}
-	parent, a, b := queue("parent", "1", 1, ""), queue("a", "1", 1, "parent"), queue("b", "1", 3, "parent")
+	parent, a, b := queue("parent", "p", 1, 1, ""), queue("a", "a", 1, 1, "parent"), queue("b", "b", 1, 3, "parent")
 	queues := []*v1alpha1.Queue{parent, a, b}
 	total := cpu(40)
 	usage := map[string]Usage{"a": use(0, 40), "b": use(0, 40)}
 
 	figs, top := arrange(specsOf(queues), usage)
 	divide(Proportion, figs, top, total, total)
-	d := &division{total: total, queues: map[string]*v1alpha1.Queue{}, requests: map[string]Vector{}, figs: figs, top: top}
+	d := &division{total: total, queues: map[string]queueVersion{}, requests: map[string]Vector{}, figs: figs, top: top}
 	for _, q := range queues {
-		d.queues[q.Name] = q
+		d.queues[q.Name] = versionOf(q)
 	}
 	for name, u := range usage {
 		d.requests[name] = u.Request.Clone()
 	}
 
 	// Placing pods moves usage from pending to allocated: requests stay.
+	// Writing a queue's status replaces the object, not its spec.
 	placed := map[string]Usage{"a": use(7, 40), "b": use(21, 40)}
-	if !d.matches(total, queues, placed) {
-		t.Fatal("division does not match inputs that only moved allocation")
+	statusWritten := b.DeepCopy()
+	statusWritten.ResourceVersion = "2"
+	sameSpecs := []*v1alpha1.Queue{parent, a, statusWritten}
+	if !d.matches(total, sameSpecs, placed) {
+		t.Fatal("division does not match inputs that only moved allocation and wrote status")
 	}
-	if diff := cmp.Diff(Compute(Proportion, total, specsOf(queues), placed), d.figures(placed)); diff != "" {
+	if diff := cmp.Diff(Compute(Proportion, total, specsOf(sameSpecs), placed), d.figures(placed)); diff != "" {
 		t.Errorf("reused figures differ from computed ones (-computed +reused):\n%s", diff)
 	}
 
@@ -206,7 +211,9 @@ func TestDivisionReuse(t *testing.T) {
 		{"a request changed", total, queues, map[string]Usage{"a": use(0, 41), "b": use(0, 40)}},
 		{"a queue without usage before", total, queues, map[string]Usage{"a": use(0, 40), "b": use(0, 40), "parent": use(0, 0)}},
 		{"the total changed", cpu(41), queues, usage},
-		{"a queue object was replaced", total, []*v1alpha1.Queue{parent, a, queue("b", "2", 1, "parent")}, usage},
+		{"the total names a new dimension, at 0", Vector{"cpu": 40000, "nvidia.com/gpu": 0}, queues, usage},
+		{"a queue's spec changed", total, []*v1alpha1.Queue{parent, a, queue("b", "b", 2, 1, "parent")}, usage},
+		{"a queue was recreated", total, []*v1alpha1.Queue{parent, a, queue("b", "b2", 1, 3, "parent")}, usage},
 		{"a queue was deleted", total, []*v1alpha1.Queue{parent, a}, usage},
 	}
 	for _, tc := range tests {

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -51,17 +52,26 @@ type State struct {
 
 // division is what a refresh computed deserved and realCapability from,
 // with the figures: the next refresh reuses them while the cluster total,
-// the Queue objects and the queues' requests are the same (placing a
+// the Queues' specs and the queues' requests are the same (placing a
 // pod moves usage from pending to allocated; request stays). Water-filling
 // is most of a refresh.
 type division struct {
 	total Vector
-	// queues are the listed objects: the informer replaces an object that
-	// changed, so the same pointers are the same specs.
-	queues   map[string]*v1alpha1.Queue
+	// queues identify each Queue's spec: its UID and generation (status
+	// writes, once a second, leave the generation alone).
+	queues   map[string]queueVersion
 	requests map[string]Vector
 	figs     map[string]*Figures
 	top      []string
+}
+
+type queueVersion struct {
+	uid        types.UID
+	generation int64
+}
+
+func versionOf(q *v1alpha1.Queue) queueVersion {
+	return queueVersion{uid: q.UID, generation: q.Generation}
 }
 
 // matches reports whether d was computed from these inputs.
@@ -70,7 +80,7 @@ func (d *division) matches(total Vector, queues []*v1alpha1.Queue, usage map[str
 		return false
 	}
 	for _, q := range queues {
-		if d.queues[q.Name] != q {
+		if v, ok := d.queues[q.Name]; !ok || v != versionOf(q) {
 			return false
 		}
 	}
@@ -224,10 +234,10 @@ func (s *State) Refresh() *Snapshot {
 		figs, top := arrange(specsOf(queues), s.usage)
 		divide(s.policy, figs, top, snap.Total, snap.Total)
 		snap.Queues = figs
-		d := &division{total: snap.Total, queues: make(map[string]*v1alpha1.Queue, len(queues)),
+		d := &division{total: snap.Total, queues: make(map[string]queueVersion, len(queues)),
 			requests: make(map[string]Vector, len(s.usage)), figs: figs, top: top}
 		for _, q := range queues {
-			d.queues[q.Name] = q
+			d.queues[q.Name] = versionOf(q)
 		}
 		for name, u := range s.usage {
 			d.requests[name] = u.Request.Clone()

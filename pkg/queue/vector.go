@@ -62,16 +62,16 @@ func (v Vector) Clone() Vector {
 	return out
 }
 
-// Equal reports whether v and o hold the same amounts; a missing
-// dimension is 0.
+// Equal reports whether v and o name the same dimensions with the same
+// amounts. A missing dimension differs from a 0: what the total names
+// decides what deserved names, and a dimension deserved does not name is
+// unlimited.
 func (v Vector) Equal(o Vector) bool {
-	for k, n := range v {
-		if o[k] != n {
-			return false
-		}
+	if len(v) != len(o) {
+		return false
 	}
-	for k, n := range o {
-		if v[k] != n {
+	for k, n := range v {
+		if m, ok := o[k]; !ok || m != n {
 			return false
 		}
 	}

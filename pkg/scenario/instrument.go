@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -91,16 +90,6 @@ func (m *memorySampler) stop() (rss, heap uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.peakRSS, m.peakHeap
-}
-
-// processCPU is the CPU time, user and system, the process has used so
-// far; 0 where getrusage fails.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // residentSet is the process's resident set size (Linux), or 0.

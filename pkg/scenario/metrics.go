@@ -26,9 +26,10 @@ type Result struct {
 	// PodsPerSecond is bound pods ÷ (last bind − first pod created, or
 	// the scheduler's start for pods created before it).
 	PodsPerSecond float64 `json:"podsPerSecond"`
-	// FirstBindSeconds is from the scheduler's start (or the first pod
-	// created, if later) to the first bind: what start-up (informer sync,
-	// plugin set-up) and the first cycle cost before the steady rate.
+	// FirstBindSeconds is from the scheduler's start (its set-up done, or
+	// the first pod created, if later) to the first bind: what informer
+	// sync, the controllers' start and the first cycle cost before the
+	// steady rate. 0 when nothing was bound.
 	FirstBindSeconds float64 `json:"firstBindSeconds"`
 	// AttemptsPerPod is kube-scheduler's scheduling attempts ÷ pods.
 	AttemptsPerPod float64 `json:"attemptsPerPod"`

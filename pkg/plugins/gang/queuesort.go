@@ -33,21 +33,23 @@ func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	case oka && okb && ka == kb:
 		return gang.MemberBefore(podA, podB)
 	}
-	// Each side's gang is read once, under one lock.
+	// Each side's gang is read once, under one lock; its status only
+	// when queues order the two.
 	now := pl.now()
+	byQueue := oka && okb && pl.batch.Queues() != nil
 	var posa, posb gang.Position
 	if oka {
-		posa = pl.manager.Position(ka, podA.UID, now)
+		posa = pl.manager.Position(ka, podA.UID, now, byQueue)
 	}
 	if okb {
-		posb = pl.manager.Position(kb, podB.UID, now)
+		posb = pl.manager.Position(kb, podB.UID, now, byQueue)
 	}
 	// A gang being placed goes first: its plan holds for the snapshot it
 	// was made on, and each pod placed in between can spoil it.
 	if posa.Placing != posb.Placing {
 		return posa.Placing
 	}
-	if oka && okb {
+	if byQueue {
 		if less, decided := pl.queueOrder(&posa, &posb); decided {
 			return less
 		}
