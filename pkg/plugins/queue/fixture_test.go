@@ -139,7 +139,7 @@ func podsOf(lists ...[]*v1.Pod) []*v1.Pod {
 // framework whose snapshot holds c's nodes and bound pods, with
 // NodeResourcesFit for the trial placements. It returns the plugin and a
 // snapshot of the accounting taken once every informer delivered c.
-func newTestPlugin(t *testing.T, c testCluster, drfPreemption bool) (context.Context, *Plugin, *queue.Snapshot) {
+func newTestPlugin(t testing.TB, c testCluster, drfPreemption bool) (context.Context, *Plugin, *queue.Snapshot) {
 	t.Helper()
 	logger, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -240,7 +240,7 @@ func newFit(ctx context.Context, _ runtime.Object, h framework.Handle) (framewor
 }
 
 // waitFor polls cond until it holds, failing the test after a while.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+func waitFor(ctx context.Context, t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cond(), nil
