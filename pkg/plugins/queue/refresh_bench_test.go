@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/queue"
 )
 
 // BenchmarkRefresh is the accounting's cost per scheduling cycle on a busy
@@ -35,15 +36,27 @@ func BenchmarkRefresh(b *testing.B) {
 	}
 	_, pl, _ := newTestPlugin(b, c, false)
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	reserved := 0
+	var snap *queue.Snapshot
+	for i := 0; b.Loop(); i++ {
 		p := pending[i%len(pending)]
 		key, _ := gang.KeyOf(p)
 		if i/len(pending)%2 == 0 {
 			pl.gangs.Reserve(key, p.UID, "node-0")
+			reserved++
 		} else {
 			pl.gangs.Unreserve(key, p.UID)
+			reserved--
 		}
-		pl.state.Refresh()
+		snap = pl.state.Refresh()
+	}
+	var allocated int64
+	for _, f := range snap.Queues {
+		if f.Parent == "" {
+			allocated += f.Allocated[v1.ResourceCPU]
+		}
+	}
+	if want := int64(1500+reserved) * 1000; allocated != want {
+		b.Fatalf("the queues are allocated %d millicpu, want %d (1500 bound pods and %d reserved)", allocated, want, reserved)
 	}
 }
