@@ -64,6 +64,12 @@ type Usage struct {
 	Elastic   Vector // Σ over running groups of max(0, allocated − minResources)
 }
 
+// clone is a copy of u that a queue's figures may own: sums up the
+// hierarchy are added into it.
+func (u Usage) clone() Usage {
+	return Usage{Allocated: orEmpty(u.Allocated), Request: orEmpty(u.Request), Inqueue: orEmpty(u.Inqueue), Elastic: orEmpty(u.Elastic)}
+}
+
 // Figures is one queue's computed state. A parent's usage is the sum of
 // its children's.
 type Figures struct {
@@ -111,10 +117,7 @@ func Compute(policy Policy, total Vector, specs []Spec, usage map[string]Usage) 
 func arrange(specs []Spec, usage map[string]Usage) (map[string]*Figures, []string) {
 	figs := make(map[string]*Figures, len(specs))
 	for _, s := range specs {
-		u := usage[s.Name]
-		figs[s.Name] = &Figures{Spec: s, Usage: Usage{
-			Allocated: orEmpty(u.Allocated), Request: orEmpty(u.Request), Inqueue: orEmpty(u.Inqueue), Elastic: orEmpty(u.Elastic),
-		}}
+		figs[s.Name] = &Figures{Spec: s, Usage: usage[s.Name].clone()}
 	}
 	var top []string
 	for _, name := range sortedKeys(figs) {

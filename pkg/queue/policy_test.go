@@ -179,14 +179,9 @@ func TestDivisionReuse(t *testing.T) {
 	total := cpu(40)
 	usage := map[string]Usage{"a": use(0, 40), "b": use(0, 40)}
 
-	figs, top := arrange(specsOf(queues), usage)
-	divide(Proportion, figs, top, total, total)
-	d := &division{total: total, queues: map[string]queueVersion{}, requests: map[string]Vector{}, figs: figs, top: top}
-	for _, q := range queues {
-		d.queues[q.Name] = versionOf(q)
-	}
-	for name, u := range usage {
-		d.requests[name] = u.Request.Clone()
+	d := newDivision(Proportion, total, queues, usage)
+	if diff := cmp.Diff(Compute(Proportion, total, specsOf(queues), usage), d.figs); diff != "" {
+		t.Errorf("division differs from Compute (-Compute +division):\n%s", diff)
 	}
 
 	// Placing pods moves usage from pending to allocated: requests stay.

@@ -74,6 +74,22 @@ func versionOf(q *v1alpha1.Queue) queueVersion {
 	return queueVersion{uid: q.UID, generation: q.Generation}
 }
 
+// newDivision divides total among the listed queues by policy, given
+// their usage, and records what it was computed from.
+func newDivision(policy Policy, total Vector, queues []*v1alpha1.Queue, usage map[string]Usage) *division {
+	figs, top := arrange(specsOf(queues), usage)
+	divide(policy, figs, top, total, total)
+	d := &division{total: total, queues: make(map[string]queueVersion, len(queues)),
+		requests: make(map[string]Vector, len(usage)), figs: figs, top: top}
+	for _, q := range queues {
+		d.queues[q.Name] = versionOf(q)
+	}
+	for name, u := range usage {
+		d.requests[name] = u.Request.Clone()
+	}
+	return d
+}
+
 // matches reports whether d was computed from these inputs.
 func (d *division) matches(total Vector, queues []*v1alpha1.Queue, usage map[string]Usage) bool {
 	if d == nil || !d.total.Equal(total) || len(d.queues) != len(queues) || len(d.requests) != len(usage) {
@@ -97,10 +113,9 @@ func (d *division) matches(total Vector, queues []*v1alpha1.Queue, usage map[str
 func (d *division) figures(usage map[string]Usage) map[string]*Figures {
 	figs := make(map[string]*Figures, len(d.figs))
 	for name, f := range d.figs {
-		u := usage[name]
 		figs[name] = &Figures{
 			Spec:  f.Spec,
-			Usage: Usage{Allocated: orEmpty(u.Allocated), Request: orEmpty(u.Request), Inqueue: orEmpty(u.Inqueue), Elastic: orEmpty(u.Elastic)},
+			Usage: usage[name].clone(),
 			// Computed once, read only from then on.
 			Deserved: f.Deserved, RealCapability: f.RealCapability, Children: f.Children, Invalid: f.Invalid,
 		}
@@ -231,18 +246,8 @@ func (s *State) Refresh() *Snapshot {
 	if s.division.matches(snap.Total, queues, s.usage) {
 		snap.Queues = s.division.figures(s.usage)
 	} else {
-		figs, top := arrange(specsOf(queues), s.usage)
-		divide(s.policy, figs, top, snap.Total, snap.Total)
-		snap.Queues = figs
-		d := &division{total: snap.Total, queues: make(map[string]queueVersion, len(queues)),
-			requests: make(map[string]Vector, len(s.usage)), figs: figs, top: top}
-		for _, q := range queues {
-			d.queues[q.Name] = versionOf(q)
-		}
-		for name, u := range s.usage {
-			d.requests[name] = u.Request.Clone()
-		}
-		s.division = d
+		s.division = newDivision(s.policy, snap.Total, queues, s.usage)
+		snap.Queues = s.division.figs
 	}
 	s.last.Store(snap)
 	return snap
