@@ -570,12 +570,19 @@ func (m *Manager) Keys() []Key {
 // CreationTime orders gangs in the scheduling queue: the PodGroup's creation
 // time, else the earliest member's.
 func (m *Manager) CreationTime(key Key) time.Time {
-	if pg := m.podGroup(key); pg != nil {
-		return pg.CreationTimestamp.Time
-	}
+	pg := m.podGroup(key)
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if g := m.groups[key]; g != nil {
+	return creationTime(pg, m.groups[key])
+}
+
+// creationTime is the PodGroup's creation time, else the earliest
+// member's (zero for a gang not known yet).
+func creationTime(pg *v1alpha1.PodGroup, g *group) time.Time {
+	switch {
+	case pg != nil:
+		return pg.CreationTimestamp.Time
+	case g != nil:
 		return g.created
 	}
 	return time.Time{}
@@ -657,7 +664,12 @@ func (m *Manager) PlannedNode(key Key, uid types.UID, now time.Time) (node strin
 func (m *Manager) Placing(key Key, now time.Time) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	g := m.groups[key]
+	return m.groups[key].placing(now)
+}
+
+// placing reports whether g (nil: a gang not known) has a placement plan
+// younger than PlanTTL at now.
+func (g *group) placing(now time.Time) bool {
 	return g != nil && g.plan != nil && now.Sub(g.plan.Created) <= PlanTTL
 }
 
@@ -838,19 +850,11 @@ type Position struct {
 // again after every change of the gang). The gang state is read under one
 // lock: QueueSort calls this for both pods of every comparison.
 func (m *Manager) Position(key Key, uid types.UID, now time.Time, withStatus bool) Position {
-	var pos Position
-	if pg := m.podGroup(key); pg != nil {
-		pos.Created = pg.CreationTimestamp.Time
-	}
+	pg := m.podGroup(key)
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	g := m.groups[key]
-	if g != nil {
-		if pos.Created.IsZero() {
-			pos.Created = g.created
-		}
-		pos.Placing = g.plan != nil && now.Sub(g.plan.Created) <= PlanTTL
-	}
+	pos := Position{Created: creationTime(pg, g), Placing: g.placing(now)}
 	if !withStatus {
 		return pos
 	}
