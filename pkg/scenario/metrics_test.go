@@ -166,3 +166,51 @@ func TestBroken(t *testing.T) {
 		})
 	}
 }
+
+// TestMeasureRates checks the figures throughput is judged by: pods/s from
+// the scheduler's start (or the first creation, if later) to the last
+// bind, and the time to the first bind from the same point.
+func TestMeasureRates(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	pod := func(created, bound int) *podRecord {
+		p := &podRecord{created: at(created), forever: true}
+		if bound >= 0 {
+			p.bound = at(bound)
+		}
+		return p
+	}
+	tests := []struct {
+		name                        string
+		pods                        []*podRecord
+		wantPerSecond, wantFirstSec float64
+	}{
+		{
+			name: "created before the start: measured from the start",
+			pods: []*podRecord{pod(-5000, 200), pod(-5000, 700), pod(-5000, 1200), pod(-5000, 1000)},
+			// 4 pods in 1.2 s; the first bound 0.2 s after the start.
+			wantPerSecond: 4 / 1.2, wantFirstSec: 0.2,
+		},
+		{
+			name:          "created after the start: measured from the first creation",
+			pods:          []*podRecord{pod(500, 600), pod(700, 1500)},
+			wantPerSecond: 2 / 1.0, wantFirstSec: 0.1,
+		},
+		{
+			name: "nothing bound",
+			pods: []*podRecord{pod(0, -1)},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newObserver(&Scenario{}, nil)
+			for i, p := range tc.pods {
+				o.pods[string(rune('a'+i))] = p
+			}
+			r := measure(&Scenario{}, o, nil, nil, 0, start, at(3000))
+			if math.Abs(r.PodsPerSecond-tc.wantPerSecond) > 1e-9 || math.Abs(r.FirstBindSeconds-tc.wantFirstSec) > 1e-9 {
+				t.Errorf("pods/s %v, first bind %v s; want %v, %v", r.PodsPerSecond, r.FirstBindSeconds, tc.wantPerSecond, tc.wantFirstSec)
+			}
+		})
+	}
+}
