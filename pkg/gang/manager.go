@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -51,6 +49,10 @@ type Manager struct {
 
 	pgLister musterlisters.PodGroupLister
 	spLister splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
+	// pgStore and spStore are the listers' stores, read by key: a lister's
+	// Get builds a NotFound error for every label-only gang, and QueueSort
+	// looks a gang's PodGroup up on every comparison.
+	pgStore, spStore cache.Store
 	// podStores are the stores of the pod informers: the scheduler's (live
 	// pods) and the label-selected ones of terminated pods. A pod leaves
 	// one of them when it finishes or loses a label, and may still be in
@@ -171,6 +173,7 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	mf := musterinformers.NewSharedInformerFactory(c.Muster, 0)
 	pgInformer := mf.Scheduling().V1alpha1().PodGroups()
 	m.pgLister = pgInformer.Lister()
+	m.pgStore = pgInformer.Informer().GetStore()
 	if _, err := pgInformer.Informer().AddEventHandler(m.groupHandler(FamilyMuster)); err != nil {
 		return nil, err
 	}
@@ -181,6 +184,7 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 		sf := spinformers.NewSharedInformerFactory(c.SchedulerPlugins, 0)
 		spInformer := sf.Scheduling().V1alpha1().PodGroups()
 		m.spLister = spInformer.Lister()
+		m.spStore = spInformer.Informer().GetStore()
 		if _, err := spInformer.Informer().AddEventHandler(m.groupHandler(FamilySchedulerPlugins)); err != nil {
 			return nil, err
 		}
@@ -530,19 +534,25 @@ func (m *Manager) computeStatusLocked(key Key, g *group) Status {
 func (m *Manager) sourceObjects(key Key) (*v1alpha1.PodGroup, *spv1alpha1.PodGroup) {
 	switch key.Family {
 	case FamilyMuster:
-		pg, err := m.pgLister.PodGroups(key.Namespace).Get(key.Name)
-		if err != nil && !apierrors.IsNotFound(err) {
-			klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
-		}
-		return pg, nil
+		return lookup[*v1alpha1.PodGroup](m.pgStore, key), nil
 	case FamilySchedulerPlugins:
-		if m.spLister == nil {
-			return nil, nil
-		}
-		sp, _ := m.spLister.PodGroups(key.Namespace).Get(key.Name)
-		return nil, sp
+		return nil, lookup[*spv1alpha1.PodGroup](m.spStore, key)
 	}
 	return nil, nil
+}
+
+// lookup returns the object of the gang's name in store (nil: none, or
+// no store).
+func lookup[T *v1alpha1.PodGroup | *spv1alpha1.PodGroup](store cache.Store, key Key) T {
+	if store == nil {
+		return nil
+	}
+	obj, exists, _ := store.GetByKey(key.Namespace + "/" + key.Name)
+	if !exists {
+		return nil
+	}
+	t, _ := obj.(T)
+	return t
 }
 
 // Statuses returns the status of every gang.
@@ -593,11 +603,7 @@ func (m *Manager) podGroup(key Key) *v1alpha1.PodGroup {
 	if key.Family != FamilyMuster {
 		return nil
 	}
-	pg, err := m.pgLister.PodGroups(key.Namespace).Get(key.Name)
-	if err != nil {
-		return nil
-	}
-	return pg
+	return lookup[*v1alpha1.PodGroup](m.pgStore, key)
 }
 
 // Reserve records that this scheduler reserved node for the member uid.

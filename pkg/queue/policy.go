@@ -140,7 +140,7 @@ func arrange(specs []Spec, usage map[string]Usage) (map[string]*Figures, []strin
 		p.Children = append(p.Children, name)
 	}
 	for _, name := range top {
-		sumUsage(figs, name)
+		sumUsage(figs, name, nil)
 	}
 	return figs, top
 }
@@ -167,11 +167,16 @@ func loopFrom(name string, figs map[string]*Figures) string {
 	return ""
 }
 
-// sumUsage adds the children's usage into each parent, bottom up.
-func sumUsage(figs map[string]*Figures, name string) {
+// sumUsage adds the children's usage into each parent, bottom up. When
+// stale is not nil, only into the queues it holds: the figures of the
+// others hold their sums already.
+func sumUsage(figs map[string]*Figures, name string, stale map[string]bool) {
+	if stale != nil && !stale[name] {
+		return
+	}
 	f := figs[name]
 	for _, c := range f.Children {
-		sumUsage(figs, c)
+		sumUsage(figs, c, stale)
 		cf := figs[c]
 		f.Allocated.Add(cf.Allocated)
 		f.Request.Add(cf.Request)

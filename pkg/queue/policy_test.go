@@ -193,8 +193,21 @@ func TestDivisionReuse(t *testing.T) {
 	if !d.matches(total, sameSpecs, placed) {
 		t.Fatal("division does not match inputs that only moved allocation and wrote status")
 	}
-	if diff := cmp.Diff(Compute(Proportion, total, specsOf(sameSpecs), placed), d.figures(placed)); diff != "" {
+	if diff := cmp.Diff(Compute(Proportion, total, specsOf(sameSpecs), placed), d.figures(placed, map[string]bool{"a": true, "b": true})); diff != "" {
 		t.Errorf("reused figures differ from computed ones (-computed +reused):\n%s", diff)
+	}
+	// Only a's usage moved: b keeps its published figures, its parent
+	// sums anew.
+	before := d.published
+	placedMore := map[string]Usage{"a": use(9, 40), "b": use(21, 40)}
+	after := d.figures(placedMore, map[string]bool{"a": true})
+	if diff := cmp.Diff(Compute(Proportion, total, specsOf(sameSpecs), placedMore), after); diff != "" {
+		t.Errorf("figures after a moved differ from computed ones (-computed +reused):\n%s", diff)
+	}
+	for name, want := range map[string]bool{"a": false, "b": true, "parent": false} {
+		if kept := after[name] == before[name]; kept != want {
+			t.Errorf("queue %s kept its figures: %v, want %v", name, kept, want)
+		}
 	}
 
 	tests := []struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -42,6 +43,8 @@ type State struct {
 	// per queue.
 	contrib map[gang.Key]contribution
 	usage   map[string]Usage
+	// moved holds the queues whose usage changed since the last refresh.
+	moved map[string]bool
 	// figures holds each gang's *Gang (immutable values), read without
 	// locks by QueueSort.
 	figures sync.Map
@@ -63,6 +66,9 @@ type division struct {
 	requests map[string]Vector
 	figs     map[string]*Figures
 	top      []string
+	// published are the figures of the last snapshot made from d: a
+	// queue whose usage did not move since keeps them.
+	published map[string]*Figures
 }
 
 type queueVersion struct {
@@ -80,7 +86,7 @@ func newDivision(policy Policy, total Vector, queues []*v1alpha1.Queue, usage ma
 	figs, top := arrange(specsOf(queues), usage)
 	divide(policy, figs, top, total, total)
 	d := &division{total: total, queues: make(map[string]queueVersion, len(queues)),
-		requests: make(map[string]Vector, len(usage)), figs: figs, top: top}
+		requests: make(map[string]Vector, len(usage)), figs: figs, top: top, published: figs}
 	for _, q := range queues {
 		d.queues[q.Name] = versionOf(q)
 	}
@@ -109,10 +115,28 @@ func (d *division) matches(total Vector, queues []*v1alpha1.Queue, usage map[str
 	return true
 }
 
-// figures are d's figures with usage brought up to date.
-func (d *division) figures(usage map[string]Usage) map[string]*Figures {
+// figures are d's figures with usage brought up to date, given the
+// queues whose usage moved since the last call. The others, and their
+// ancestors unless one of their descendants moved, keep the figures
+// published last: figures are never modified once published.
+func (d *division) figures(usage map[string]Usage, moved map[string]bool) map[string]*Figures {
+	stale := make(map[string]bool, len(moved))
+	for name := range moved {
+		// A parent's usage sums its children's. A queue placed at the top
+		// (Invalid) is summed into no parent.
+		for f := d.figs[name]; f != nil && !stale[f.Name]; f = d.figs[f.Parent] {
+			stale[f.Name] = true
+			if f.Invalid != "" {
+				break
+			}
+		}
+	}
 	figs := make(map[string]*Figures, len(d.figs))
 	for name, f := range d.figs {
+		if !stale[name] {
+			figs[name] = d.published[name]
+			continue
+		}
 		figs[name] = &Figures{
 			Spec:  f.Spec,
 			Usage: usage[name].clone(),
@@ -121,8 +145,9 @@ func (d *division) figures(usage map[string]Usage) map[string]*Figures {
 		}
 	}
 	for _, name := range d.top {
-		sumUsage(figs, name)
+		sumUsage(figs, name, stale)
 	}
+	d.published = figs
 	return figs
 }
 
@@ -184,7 +209,7 @@ func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues mus
 	s := &State{
 		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c,
 		admitted: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
-		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{},
+		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, moved: map[string]bool{},
 	}
 	gangs.OnChange(s.markDirty)
 	// Gangs known before the listener was registered; the listener may
@@ -244,11 +269,12 @@ func (s *State) Refresh() *Snapshot {
 	}
 	queues, _ := s.queues.List(labels.Everything())
 	if s.division.matches(snap.Total, queues, s.usage) {
-		snap.Queues = s.division.figures(s.usage)
+		snap.Queues = s.division.figures(s.usage, s.moved)
 	} else {
 		s.division = newDivision(s.policy, snap.Total, queues, s.usage)
 		snap.Queues = s.division.figs
 	}
+	clear(s.moved)
 	s.last.Store(snap)
 	return snap
 }
@@ -299,6 +325,7 @@ func (s *State) apply(c contribution, sign int64) {
 	addScaled(u.Inqueue, c.inqueue, sign)
 	addScaled(u.Elastic, c.elastic, sign)
 	s.usage[c.queue] = u
+	s.moved[c.queue] = true
 }
 
 func addScaled(sum, v Vector, sign int64) {
@@ -369,12 +396,10 @@ func dominantShare(allocated, total Vector) float64 {
 // ancestry returns the queue and its ancestors, nearest first.
 func (snap *Snapshot) ancestry(name string) []*Figures {
 	var out []*Figures
-	seen := map[string]bool{}
-	for cur := name; cur != "" && !seen[cur]; {
-		seen[cur] = true
+	for cur := name; cur != ""; {
 		f, ok := snap.Queues[cur]
-		if !ok {
-			break
+		if !ok || slices.Contains(out, f) {
+			break // a loop is reported, as Invalid, on its queues
 		}
 		out = append(out, f)
 		if f.Invalid != "" {
@@ -424,13 +449,17 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 		}
 	}
 	for _, f := range chain {
-		committed := f.Allocated.Clone()
-		committed.Add(f.Inqueue)
-		committed.Sub(f.Elastic)
-		committed.Add(g.MinResources)
-		if ok, r := committed.Fits(snap.Ceiling(f)); !ok {
+		// allocated + inqueue − elastic + minResources ≤ ceiling, in every
+		// dimension the ceiling names (a dimension it does not name is
+		// unlimited).
+		ceiling := snap.Ceiling(f)
+		r := firstOver(ceiling, func(k v1.ResourceName) bool {
+			c := f.Allocated[k] + f.Inqueue[k] - f.Elastic[k] + g.MinResources[k]
+			return c > 0 && c > ceiling[k]
+		})
+		if r != "" {
 			return false, fmt.Sprintf("queue %s: %s %s allocated+inqueue of %s %s, gang needs %s", f.Name, r,
-				Format(r, f.Allocated[r]+f.Inqueue[r]-f.Elastic[r]), Format(r, snap.Ceiling(f)[r]), snap.ceilingName(), Format(r, g.MinResources[r]))
+				Format(r, f.Allocated[r]+f.Inqueue[r]-f.Elastic[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, g.MinResources[r]))
 		}
 	}
 	if ok, r := s.overcommitted(g, snap); !ok {
@@ -454,18 +483,22 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 }
 
 // overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used.
+// Dimensions no node offers are not limited here.
 func (s *State) overcommitted(g *Gang, snap *Snapshot) (bool, v1.ResourceName) {
-	inqueue := Vector{}
-	for _, f := range snap.Queues {
-		if f.IsLeaf() {
-			inqueue.Add(f.Inqueue)
+	r := firstOver(g.MinResources, func(k v1.ResourceName) bool {
+		a, ok := snap.Allocatable[k]
+		if !ok || g.MinResources[k] <= 0 {
+			return false
 		}
-	}
-	limit := Vector{}
-	for k, a := range snap.Allocatable {
-		limit[k] = int64(s.overcommit*float64(a)) - snap.Used[k] - inqueue[k]
-	}
-	return g.MinResources.Fits(limit)
+		limit := int64(s.overcommit*float64(a)) - snap.Used[k]
+		for _, f := range snap.Queues {
+			if f.IsLeaf() {
+				limit -= f.Inqueue[k]
+			}
+		}
+		return g.MinResources[k] > limit
+	})
+	return r == "", r
 }
 
 // Ceiling returns the most a queue may hold under the policy: deserved for
@@ -488,17 +521,14 @@ func (snap *Snapshot) ceilingName() string {
 // take need more without going over its ceiling.
 func (snap *Snapshot) FitsCeiling(queue string, need Vector) (bool, string) {
 	for _, f := range snap.ancestry(queue) {
-		after := f.Allocated.Clone()
-		after.Add(need)
+		// A dimension the ceiling does not name has none of it.
 		ceiling := snap.Ceiling(f)
-		for _, r := range sortedNames(need) {
-			if need[r] <= 0 {
-				continue
-			}
-			if after[r] > ceiling[r] {
-				return false, fmt.Sprintf("queue %s: %s %s/%s %s, needs %s more", f.Name, r,
-					Format(r, f.Allocated[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, need[r]))
-			}
+		r := firstOver(need, func(r v1.ResourceName) bool {
+			return need[r] > 0 && f.Allocated[r]+need[r] > ceiling[r]
+		})
+		if r != "" {
+			return false, fmt.Sprintf("queue %s: %s %s/%s %s, needs %s more", f.Name, r,
+				Format(r, f.Allocated[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, need[r]))
 		}
 	}
 	return true, ""

@@ -96,15 +96,28 @@ func (v Vector) Sub(o Vector) {
 // limit names; a dimension limit does not name is unlimited. The first
 // dimension that does not fit is returned.
 func (v Vector) Fits(limit Vector) (bool, v1.ResourceName) {
-	for _, k := range sortedNames(v) {
-		if v[k] <= 0 {
-			continue
-		}
-		if l, ok := limit[k]; ok && v[k] > l {
-			return false, k
+	k := firstOver(v, func(k v1.ResourceName) bool {
+		l, ok := limit[k]
+		return v[k] > 0 && ok && v[k] > l
+	})
+	return k == "", k
+}
+
+// firstOver returns the first dimension of names, by name, for which over
+// holds, or "" when it holds for none. It sorts, and so allocates, only
+// when there is one: admission and the ceiling pass on every scheduling
+// cycle.
+func firstOver(names Vector, over func(v1.ResourceName) bool) v1.ResourceName {
+	for k := range names {
+		if over(k) {
+			for _, k := range sortedNames(names) {
+				if over(k) {
+					return k
+				}
+			}
 		}
 	}
-	return true, ""
+	return ""
 }
 
 // String renders v for messages: "cpu=4,memory=8Gi".

@@ -1,0 +1,62 @@
+package queue
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func TestFits(t *testing.T) {
+	tests := []struct {
+		name   string
+		v      Vector
+		limit  Vector
+		wantOK bool
+		want   v1.ResourceName
+	}{
+		{"fits", Vector{"cpu": 2, "memory": 4}, Vector{"cpu": 2, "memory": 8}, true, ""},
+		{"over in one", Vector{"cpu": 3, "memory": 4}, Vector{"cpu": 2, "memory": 8}, false, "cpu"},
+		{"over in two: the first by name", Vector{"nvidia.com/gpu": 2, "memory": 9, "cpu": 1}, Vector{"cpu": 2, "memory": 8, "nvidia.com/gpu": 1}, false, "memory"},
+		{"a dimension the limit does not name is unlimited", Vector{"cpu": 1, "nvidia.com/gpu": 5}, Vector{"cpu": 2}, true, ""},
+		{"only positive amounts count", Vector{"cpu": -3, "memory": 0}, Vector{"cpu": -4, "memory": -1}, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 10 { // map order varies: the answer must not
+				if ok, got := tc.v.Fits(tc.limit); ok != tc.wantOK || got != tc.want {
+					t.Fatalf("Fits = %v, %q; want %v, %q", ok, got, tc.wantOK, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestFitsCeiling(t *testing.T) {
+	snap := &Snapshot{Policy: Capacity, Queues: map[string]*Figures{
+		"parent": {Spec: Spec{Name: "parent"}, Usage: Usage{Allocated: Vector{"cpu": 6000, "memory": 6}},
+			RealCapability: Vector{"cpu": 8000, "memory": 8}, Children: []string{"child"}},
+		"child": {Spec: Spec{Name: "child", Parent: "parent"}, Usage: Usage{Allocated: Vector{"cpu": 2000, "memory": 2}},
+			RealCapability: Vector{"cpu": 4000, "memory": 8}},
+	}}
+	tests := []struct {
+		name string
+		need Vector
+		want string
+	}{
+		{"fits the queue and its parent", Vector{"cpu": 2000, "memory": 2}, ""},
+		{"over the queue", Vector{"cpu": 3000}, "queue child: cpu 2/4 realCapability, needs 3 more"},
+		{"over the parent", Vector{"memory": 3}, "queue parent: memory 6/8 realCapability, needs 3 more"},
+		{"over both dimensions: the first by name", Vector{"memory": 7, "cpu": 3000}, "queue child: cpu 2/4 realCapability, needs 3 more"},
+		{"a dimension the ceiling does not name has none", Vector{"nvidia.com/gpu": 1}, "queue child: nvidia.com/gpu 0/0 realCapability, needs 1 more"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 10 { // map order varies: the answer must not
+				ok, got := snap.FitsCeiling("child", tc.need)
+				if ok != (tc.want == "") || got != tc.want {
+					t.Fatalf("FitsCeiling = %v, %q; want %q", ok, got, tc.want)
+				}
+			}
+		})
+	}
+}
