@@ -315,15 +315,17 @@ func (m *Manager) ClusterChanged() {
 // it is checked. The Manager's informer delivers the same or newer
 // versions after.
 //
-// Change listeners are told at once (the queue accounting must count the
-// pod before it is checked); OnWake listeners on another goroutine: the
+// Change listeners are told at once when the pod is new to the gang state
+// (the queue accounting must count the pod before it is checked); the
+// Manager's informer has told them of a version it delivered first.
+// OnWake listeners on another goroutine: the
 // scheduling queue calls PreEnqueue with its lock held, and they activate
 // pods in it.
 //
 // It returns the gang's status with the pod in it. A gang invalid now is
 // remembered, so that its refused members are woken once it turns valid.
 func (m *Manager) Observe(pod *v1.Pod) (Key, Status, bool) {
-	key, ok := m.upsert(pod)
+	key, ok, changed := m.upsert(pod)
 	if !ok {
 		return Key{}, Status{}, false
 	}
@@ -333,7 +335,9 @@ func (m *Manager) Observe(pod *v1.Pod) (Key, Status, bool) {
 		m.refused[key] = true
 	}
 	m.mu.Unlock()
-	m.notifyChange(key)
+	if changed {
+		m.notifyChange(key)
+	}
 	return key, s, true
 }
 
@@ -345,7 +349,7 @@ func (m *Manager) updatePod(obj any) {
 	if _, ok := KeyOf(pod); !ok && !m.isMember(pod.UID) {
 		return // unmanaged: most pods of a cluster
 	}
-	if key, ok := m.upsert(pod); ok {
+	if key, ok, changed := m.upsert(pod); ok && changed {
 		m.notify(key)
 	}
 }
@@ -357,14 +361,15 @@ func (m *Manager) isMember(uid types.UID) bool {
 	return ok
 }
 
-// upsert records the pod as a member of its gang and returns the gang; a
-// pod that left every gang is removed instead.
-func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
-	key, ok := KeyOf(pod)
+// upsert records the pod as a member of its gang and returns the gang,
+// and whether the gang changed: not when it holds this version of the pod
+// already. A pod that left every gang is removed instead.
+func (m *Manager) upsert(pod *v1.Pod) (key Key, ok, changed bool) {
+	key, ok = KeyOf(pod)
 	if !ok {
 		// The label was removed: the pod left its gang.
 		m.deletePod(pod)
-		return Key{}, false
+		return Key{}, false, false
 	}
 	m.mu.Lock()
 	if prev, ok := m.memberOf[pod.UID]; ok && prev != key {
@@ -381,9 +386,10 @@ func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
 	m.memberOf[pod.UID] = key
 	g := m.groupLocked(key)
 	if old, ok := g.members[pod.UID]; ok && old.ResourceVersion == pod.ResourceVersion && pod.ResourceVersion != "" {
-		// The same version again (Observe, then the informer).
+		// The same version again: the informer's, then Observe's (or
+		// the other way round), or a relist.
 		m.mu.Unlock()
-		return key, true
+		return key, true, false
 	}
 	g.changed()
 	g.members[pod.UID] = pod
@@ -395,7 +401,7 @@ func (m *Manager) upsert(pod *v1.Pod) (Key, bool) {
 		g.created = c
 	}
 	m.mu.Unlock()
-	return key, true
+	return key, true, true
 }
 
 // unlistPod handles a pod that left one of the Manager's informers:
@@ -791,6 +797,18 @@ func (m *Manager) HasMember(key Key, uid types.UID) bool {
 	}
 	_, ok := g.members[uid]
 	return ok
+}
+
+// Requests returns member uid's resource requests (shared: read only).
+func (m *Manager) Requests(key Key, uid types.UID) (v1.ResourceList, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return nil, false
+	}
+	r, ok := g.requests[uid]
+	return r, ok
 }
 
 // PendingMembers returns the live members that are neither bound nor

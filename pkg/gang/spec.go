@@ -95,37 +95,43 @@ func seconds(s *int32) time.Duration {
 // labelMinMember reads the min-available label every member must carry with
 // the same value.
 func labelMinMember(members []*v1.Pod, label string) (int32, error) {
-	values := map[string][]string{}
+	if len(members) == 0 {
+		return 0, fmt.Errorf("the group has no members")
+	}
 	for _, p := range members {
-		v, ok := p.Labels[label]
-		if !ok {
+		if _, ok := p.Labels[label]; !ok {
 			return 0, fmt.Errorf("pod %s has no %s label", p.Name, label)
 		}
-		values[v] = append(values[v], p.Name)
 	}
-	if len(values) > 1 {
-		return 0, fmt.Errorf("members disagree on %s: %s", label, describeValues(values))
+	v, err := agreed(members, label)
+	if err != nil {
+		return 0, err
 	}
-	for v := range values {
-		return parseMinAvailable(label, v)
-	}
-	return 0, fmt.Errorf("the group has no members")
+	return parseMinAvailable(label, v)
 }
 
 // agreedQueue is the muster.dev/queue label the members carry; they must
 // agree.
-func agreedQueue(members []*v1.Pod) (string, error) {
-	values := map[string][]string{}
-	for _, p := range members {
-		values[p.Labels[v1alpha1.LabelQueue]] = append(values[p.Labels[v1alpha1.LabelQueue]], p.Name)
+func agreedQueue(members []*v1.Pod) (string, error) { return agreed(members, v1alpha1.LabelQueue) }
+
+// agreed is the value of label the members carry ("" for none); they must
+// agree. It is read on every change of a gang: it allocates only to say
+// how they disagree.
+func agreed(members []*v1.Pod, label string) (string, error) {
+	if len(members) == 0 {
+		return "", nil
 	}
-	if len(values) > 1 {
-		return "", fmt.Errorf("members disagree on %s: %s", v1alpha1.LabelQueue, describeValues(values))
+	first := members[0].Labels[label]
+	for _, p := range members[1:] {
+		if p.Labels[label] != first {
+			values := map[string][]string{}
+			for _, p := range members {
+				values[p.Labels[label]] = append(values[p.Labels[label]], p.Name)
+			}
+			return "", fmt.Errorf("members disagree on %s: %s", label, describeValues(values))
+		}
 	}
-	for v := range values {
-		return v, nil
-	}
-	return "", nil
+	return first, nil
 }
 
 // describeValues renders {"3": [a b], "4": [c]} as `"3" (a, b), "4" (c)`.

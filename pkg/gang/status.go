@@ -2,6 +2,8 @@ package gang
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,7 +27,9 @@ type Status struct {
 	Members, Live                 int32
 	Scheduled, Running, Succeeded int32
 	Failed, Placed                int32
-	LiveByRole, PlacedByRole      map[string]int32
+	// LiveByRole and PlacedByRole count by role, for the roles of
+	// MinTaskMember only (nil without).
+	LiveByRole, PlacedByRole map[string]int32
 	// Waiting says why the gang's pending members last failed to place.
 	Waiting string
 
@@ -34,7 +38,7 @@ type Status struct {
 	MinResources v1.ResourceList
 	// Allocated sums the requests of members placed and not finished;
 	// Bound those of members bound and not finished; Pending those of
-	// members neither placed nor finished.
+	// members neither placed nor finished. nil when there are none.
 	Allocated, Bound, Pending v1.ResourceList
 	// Priority is the highest priority among the live members.
 	Priority int32
@@ -74,23 +78,29 @@ func sortedRoles(m map[string]int32) []string {
 // computeStatus counts the members of a gang whose spec resolved (or failed
 // to, with specErr); requests holds each member's resource requests.
 func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.Pod, reserved map[types.UID]string, requests map[types.UID]v1.ResourceList) Status {
-	s := Status{Key: key, Spec: spec, LiveByRole: map[string]int32{}, PlacedByRole: map[string]int32{},
-		Allocated: v1.ResourceList{}, Bound: v1.ResourceList{}, Pending: v1.ResourceList{}}
+	s := Status{Key: key, Spec: spec}
+	byRole := len(spec.MinTaskMember) > 0
+	if byRole {
+		s.LiveByRole, s.PlacedByRole = map[string]int32{}, map[string]int32{}
+	}
 	for uid, p := range members {
 		finished := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 		_, isReserved := reserved[uid]
 		switch {
 		case finished || p.DeletionTimestamp != nil:
 		case p.Spec.NodeName != "":
-			addList(s.Bound, requests[uid])
-			addList(s.Allocated, requests[uid])
+			s.Bound = addList(s.Bound, requests[uid])
+			s.Allocated = addList(s.Allocated, requests[uid])
 		case isReserved:
-			addList(s.Allocated, requests[uid])
+			s.Allocated = addList(s.Allocated, requests[uid])
 		default:
-			addList(s.Pending, requests[uid])
+			s.Pending = addList(s.Pending, requests[uid])
 		}
 		s.Members++
-		role := RoleOf(p)
+		role := ""
+		if byRole {
+			role = RoleOf(p)
+		}
 		switch p.Status.Phase {
 		case v1.PodFailed:
 			s.Failed++
@@ -105,7 +115,9 @@ func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.
 				s.Priority = prio
 			}
 			s.Live++
-			s.LiveByRole[role]++
+			if byRole {
+				s.LiveByRole[role]++
+			}
 		}
 		bound := p.Spec.NodeName != ""
 		if bound {
@@ -113,7 +125,9 @@ func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.
 		}
 		if _, ok := reserved[uid]; (bound || ok) && live {
 			s.Placed++
-			s.PlacedByRole[role]++
+			if byRole {
+				s.PlacedByRole[role]++
+			}
 		}
 	}
 	s.MinResources = spec.MinResources
@@ -139,26 +153,31 @@ func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.
 // deriveMinResources sums the requests of the members a gang needs to
 // start: each role's minimum, then the oldest others up to minMember.
 func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[types.UID]v1.ResourceList) v1.ResourceList {
-	var live []*v1.Pod
+	live := make([]*v1.Pod, 0, len(members))
 	for _, p := range members {
 		if p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil {
 			live = append(live, p)
 		}
 	}
-	sort.Slice(live, func(i, j int) bool { return MemberBefore(live[i], live[j]) })
-	out := v1.ResourceList{}
+	slices.SortFunc(live, func(a, b *v1.Pod) int {
+		if MemberBefore(a, b) {
+			return -1
+		}
+		return 1 // members are never equal: names differ
+	})
+	var out v1.ResourceList
 	need := spec.MinMember
-	roleNeed := map[string]int32{}
-	for r, n := range spec.MinTaskMember {
-		roleNeed[r] = n
-	}
-	taken := map[types.UID]bool{}
-	for _, p := range live {
-		if r := RoleOf(p); need > 0 && roleNeed[r] > 0 {
-			roleNeed[r]--
-			need--
-			taken[p.UID] = true
-			addList(out, requests[p.UID])
+	var taken map[types.UID]bool
+	if len(spec.MinTaskMember) > 0 {
+		roleNeed := maps.Clone(spec.MinTaskMember)
+		taken = map[types.UID]bool{}
+		for _, p := range live {
+			if r := RoleOf(p); need > 0 && roleNeed[r] > 0 {
+				roleNeed[r]--
+				need--
+				taken[p.UID] = true
+				out = addList(out, requests[p.UID])
+			}
 		}
 	}
 	for _, p := range live {
@@ -167,16 +186,21 @@ func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[t
 		}
 		if !taken[p.UID] {
 			need--
-			addList(out, requests[p.UID])
+			out = addList(out, requests[p.UID])
 		}
 	}
 	return out
 }
 
-func addList(sum, add v1.ResourceList) {
+// addList adds add into sum, which it makes if it is nil, and returns it.
+func addList(sum, add v1.ResourceList) v1.ResourceList {
+	if sum == nil && len(add) > 0 {
+		sum = make(v1.ResourceList, len(add))
+	}
 	for name, q := range add {
 		cur := sum[name]
 		cur.Add(q)
 		sum[name] = cur
 	}
+	return sum
 }

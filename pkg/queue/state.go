@@ -297,9 +297,8 @@ func (s *State) refreshGang(key gang.Key) {
 	if st.Placed > 0 {
 		delete(s.admitted, key) // placed members keep it admitted now
 	}
-	c := contribution{queue: q, allocated: g.Allocated, inqueue: Vector{}, elastic: Vector{}}
-	c.request = g.Allocated.Clone()
-	c.request.Add(FromList(st.Pending))
+	c := contribution{queue: q, allocated: g.Allocated, request: g.Allocated.Clone()}
+	c.request.addList(st.Pending)
 	if g.Admitted && !st.Started() {
 		c.inqueue = positive(g.MinResources, g.Allocated)
 	}
@@ -309,7 +308,7 @@ func (s *State) refreshGang(key gang.Key) {
 	s.contrib[key] = c
 	s.apply(c, 1)
 	if last := s.last.Load(); last != nil {
-		g.DominantShare = dominantShare(FromList(st.Bound), last.Total)
+		g.DominantShare = dominantShareOf(st.Bound, last.Total)
 	}
 	s.figures.Store(key, g)
 }
@@ -349,11 +348,15 @@ func specsOf(list []*v1alpha1.Queue) []Spec {
 	return specs
 }
 
-// positive returns max(0, a − b) per dimension of a.
+// positive returns max(0, a − b) per dimension of a; nil when that is 0
+// in every one.
 func positive(a, b Vector) Vector {
-	out := Vector{}
+	var out Vector
 	for k, n := range a {
 		if d := n - b[k]; d > 0 {
+			if out == nil {
+				out = Vector{}
+			}
 			out[k] = d
 		}
 	}
@@ -388,6 +391,17 @@ func dominantShare(allocated, total Vector) float64 {
 	for k, a := range allocated {
 		if t := total[k]; t > 0 {
 			share = math.Max(share, float64(a)/float64(t))
+		}
+	}
+	return share
+}
+
+// dominantShareOf is dominantShare of a ResourceList.
+func dominantShareOf(allocated v1.ResourceList, total Vector) float64 {
+	share := 0.0
+	for k, q := range allocated {
+		if t := total[k]; t > 0 && k != v1.ResourcePods {
+			share = math.Max(share, float64(quantity(k, q))/float64(t))
 		}
 	}
 	return share

@@ -30,6 +30,15 @@ func FromList(l v1.ResourceList) Vector {
 	return out
 }
 
+// addList adds l, but its pods, to v in place.
+func (v Vector) addList(l v1.ResourceList) {
+	for name, q := range l {
+		if name != v1.ResourcePods {
+			v[name] += quantity(name, q)
+		}
+	}
+}
+
 // quantity is q in a Vector's unit for resource name.
 func quantity(name v1.ResourceName, q resource.Quantity) int64 {
 	if name == v1.ResourceCPU {

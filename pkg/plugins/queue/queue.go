@@ -146,7 +146,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		pl.gangs.SetWaiting(key, why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 	}
-	if ok, why := snap.FitsCeiling(queue.QueueOf(&st), need(&st, pod)); !ok {
+	if ok, why := snap.FitsCeiling(queue.QueueOf(&st), need(&st, pl.requests(key, pod))); !ok {
 		// Unresolvable by stock preemption: evicting another pod from a
 		// node never raises this queue's ceiling.
 		pl.gangs.SetWaiting(key, why)
@@ -158,11 +158,19 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	return nil, fwk.NewStatus(fwk.Skip)
 }
 
-// need is what placing pod commits its queue to: the rest of the gang's
-// minimum while it is not ready, the pod alone after.
-func need(st *gang.Status, pod *v1.Pod) queue.Vector {
+// requests are the pod's resource requests, as the gang state holds them.
+func (pl *Plugin) requests(key gang.Key, pod *v1.Pod) v1.ResourceList {
+	if r, ok := pl.gangs.Requests(key, pod.UID); ok {
+		return r
+	}
+	return podRequests(pod)
+}
+
+// need is what placing a pod of these requests commits its queue to: the
+// rest of the gang's minimum while it is not ready, the pod alone after.
+func need(st *gang.Status, requests v1.ResourceList) queue.Vector {
 	if st.Ready() || st.Spec.MinMember == 1 {
-		return queue.FromList(podRequests(pod))
+		return queue.FromList(requests)
 	}
 	n := queue.FromList(st.MinResources)
 	n.Sub(queue.FromList(st.Allocated))
