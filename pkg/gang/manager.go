@@ -1,9 +1,11 @@
 package gang
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -765,7 +767,7 @@ func (m *Manager) BoundMembers(key Key) []*v1.Pod {
 			out = append(out, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return MemberBefore(out[j], out[i]) })
+	slices.SortFunc(out, func(a, b *v1.Pod) int { return compareMembers(b, a) })
 	return out
 }
 
@@ -831,7 +833,7 @@ func (g *group) pendingLocked() []*v1.Pod {
 		}
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return MemberBefore(out[i], out[j]) })
+	slices.SortFunc(out, compareMembers)
 	return out
 }
 
@@ -840,11 +842,11 @@ func (g *group) pendingLocked() []*v1.Pod {
 // of one gang by it: a member's projected share counts the members ranked
 // ahead of it, so placing members in any other order would move the
 // projections of members already in the scheduling queue.
-func MemberBefore(a, b *v1.Pod) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
+func MemberBefore(a, b *v1.Pod) bool { return compareMembers(a, b) < 0 }
+
+// compareMembers orders members as MemberBefore does: −1, 0 or 1.
+func compareMembers(a, b *v1.Pod) int {
+	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 }
 
 // Position is what QueueSort reads of a member's gang: where the member

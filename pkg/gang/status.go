@@ -159,12 +159,7 @@ func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[t
 			live = append(live, p)
 		}
 	}
-	slices.SortFunc(live, func(a, b *v1.Pod) int {
-		if MemberBefore(a, b) {
-			return -1
-		}
-		return 1 // members are never equal: names differ
-	})
+	slices.SortFunc(live, compareMembers)
 	var out v1.ResourceList
 	need := spec.MinMember
 	var taken map[types.UID]bool
