@@ -21,12 +21,7 @@ type Vector map[v1.ResourceName]int64
 // FromList converts a ResourceList, dropping pods.
 func FromList(l v1.ResourceList) Vector {
 	out := make(Vector, len(l))
-	for name, q := range l {
-		if name == v1.ResourcePods {
-			continue
-		}
-		out[name] = quantity(name, q)
-	}
+	out.addList(l)
 	return out
 }
 
