@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -44,7 +45,8 @@ type Options struct {
 }
 
 // Run runs the scenario once per profile, or its runs times with the
-// profiles taking turns (so that a slow spell of the machine does not fall
+// profiles taking turns, each round starting with the next (so that a slow
+// spell of the machine, or what a run leaves behind, does not fall
 // on one profile), each run on a fresh control plane, and returns one
 // result per profile in profile order: the median of its runs.
 func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
@@ -61,10 +63,13 @@ func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
 	}
 	byProfile := make([][]*Result, len(profiles))
 	for i := 0; i < max(1, runs); i++ {
-		for j, p := range profiles {
-			r, err := runProfile(ctx, s, p, i+1, opts)
+		// Each round starts with the next profile: no profile always
+		// runs first, or always right after the same other one.
+		for k := range profiles {
+			j := (i + k) % len(profiles)
+			r, err := runProfile(ctx, s, profiles[j], i+1, opts)
 			if err != nil {
-				return nil, fmt.Errorf("%s, profile %s: %w", s.Name, p, err)
+				return nil, fmt.Errorf("%s, profile %s: %w", s.Name, profiles[j], err)
 			}
 			byProfile[j] = append(byProfile[j], r)
 		}
@@ -142,6 +147,9 @@ func runProfile(parent context.Context, s *Scenario, profile string, run int, op
 		return nil, fmt.Errorf("creating workloads: %w", err)
 	}
 
+	// The previous run's control plane and this run's set-up left garbage
+	// behind: collect it now, not during this run's window.
+	runtime.GC()
 	rec := newRecorder()
 	attemptsBefore := scheduleAttempts()
 	mem := startMemorySampler(ctx)
