@@ -86,15 +86,20 @@ type group struct {
 	// from (members, reservations, failure, note, PodGroup) clears it, with
 	// m.mu held for writing. Readers holding m.mu for reading may fill it.
 	status atomic.Pointer[Status]
-	// ranks caches each pending member's index in PendingMembers' order;
-	// cleared with status.
-	ranks atomic.Pointer[map[types.UID]int]
+	// ranks caches, for each pending member, its index in PendingMembers'
+	// order and its requests: QueueSort reads both; cleared with status.
+	ranks atomic.Pointer[map[types.UID]rank]
+	// createdAt caches the gang's creation time (creationTime), which
+	// QueueSort reads for both pods of every comparison; cleared with status.
+	createdAt atomic.Pointer[time.Time]
 }
 
-// changed drops the cached status and ranks. m.mu held for writing.
+// changed drops the cached status, ranks and creation time. m.mu held for
+// writing.
 func (g *group) changed() {
 	g.status.Store(nil)
 	g.ranks.Store(nil)
+	g.createdAt.Store(nil)
 }
 
 // Plan is where a gang's pending members go: decided for the whole gang on
@@ -507,8 +512,11 @@ func (m *Manager) statusLocked(key Key) Status { return *m.statusRefLocked(key) 
 
 // statusRefLocked is statusLocked without the copy: the cached status
 // itself, read only. m.mu held, for reading at least.
-func (m *Manager) statusRefLocked(key Key) *Status {
-	g := m.groups[key]
+func (m *Manager) statusRefLocked(key Key) *Status { return m.statusOfLocked(key, m.groups[key]) }
+
+// statusOfLocked is statusRefLocked of the gang key, whose group is g (nil:
+// not known). m.mu held, for reading at least.
+func (m *Manager) statusOfLocked(key Key, g *group) *Status {
 	if g == nil {
 		s := m.computeStatusLocked(key, &group{})
 		return &s
@@ -588,10 +596,24 @@ func (m *Manager) Keys() []Key {
 // CreationTime orders gangs in the scheduling queue: the PodGroup's creation
 // time, else the earliest member's.
 func (m *Manager) CreationTime(key Key) time.Time {
-	pg := m.podGroup(key)
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return creationTime(pg, m.groups[key])
+	return m.creationTimeLocked(key, m.groups[key])
+}
+
+// creationTimeLocked is CreationTime of the gang key, whose group is g
+// (nil: not known), from g's cache when it is fresh. m.mu held, for
+// reading at least.
+func (m *Manager) creationTimeLocked(key Key, g *group) time.Time {
+	if g == nil {
+		return creationTime(m.podGroup(key), nil)
+	}
+	if t := g.createdAt.Load(); t != nil {
+		return *t
+	}
+	t := creationTime(m.podGroup(key), g)
+	g.createdAt.Store(&t)
+	return t
 }
 
 // creationTime is the PodGroup's creation time, else the earliest
@@ -876,15 +898,14 @@ type Position struct {
 // again after every change of the gang). The gang state is read under one
 // lock: QueueSort calls this for both pods of every comparison.
 func (m *Manager) Position(key Key, uid types.UID, now time.Time, withStatus bool) Position {
-	pg := m.podGroup(key)
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	g := m.groups[key]
-	pos := Position{Created: creationTime(pg, g), Placing: g.placing(now)}
+	pos := Position{Created: m.creationTimeLocked(key, g), Placing: g.placing(now)}
 	if !withStatus {
 		return pos
 	}
-	pos.Status = m.statusRefLocked(key)
+	pos.Status = m.statusOfLocked(key, g)
 	pos.Need = max(0, pos.Status.Spec.MinMember-pos.Status.Placed)
 	if g == nil {
 		return pos
@@ -892,16 +913,23 @@ func (m *Manager) Position(key Key, uid types.UID, now time.Time, withStatus boo
 	ranks := g.ranks.Load()
 	if ranks == nil {
 		pending := g.pendingLocked()
-		r := make(map[types.UID]int, len(pending))
+		r := make(map[types.UID]rank, len(pending))
 		for i, p := range pending {
-			r[p.UID] = i
+			r[p.UID] = rank{index: i, requests: g.requests[p.UID]}
 		}
 		ranks = &r
 		g.ranks.Store(ranks)
 	}
-	pos.Rank, pos.Pending = (*ranks)[uid]
-	pos.Requests = g.requests[uid]
+	var r rank
+	r, pos.Pending = (*ranks)[uid]
+	pos.Rank, pos.Requests = r.index, r.requests
 	return pos
+}
+
+// rank is where a pending member stands in its gang (see Position).
+type rank struct {
+	index    int
+	requests v1.ResourceList
 }
 
 // PodGroupLister lists Muster PodGroups from the Manager's informer.

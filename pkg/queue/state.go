@@ -167,6 +167,16 @@ type Snapshot struct {
 	Allocatable Vector
 	Used        Vector // requests of every bound pod
 	state       *State
+	// shares caches each queue's Share: QueueSort reads two per comparison.
+	shares map[string]float64
+}
+
+// share is the queue's Share in this snapshot.
+func (snap *Snapshot) share(name string) float64 {
+	if s, ok := snap.shares[name]; ok {
+		return s
+	}
+	return snap.Queues[name].Share()
 }
 
 // Gang is one gang's place in the accounting. Values are never modified
@@ -275,6 +285,10 @@ func (s *State) Refresh() *Snapshot {
 		snap.Queues = s.division.figs
 	}
 	clear(s.moved)
+	snap.shares = make(map[string]float64, len(snap.Queues))
+	for name, f := range snap.Queues {
+		snap.shares[name] = f.Share()
+	}
 	s.last.Store(snap)
 	return snap
 }
@@ -366,22 +380,6 @@ func positive(a, b Vector) Vector {
 // WaitForNodes waits, bounded by ctx, until the accounting took in every
 // node the scheduler's informer listed: shares mean nothing before.
 func (s *State) WaitForNodes(ctx context.Context) { s.cluster.waitForNodes(ctx) }
-
-// ProjectedShare is the dominant share of a gang allocated allocated once
-// n more pods of requests are placed: max over resources of
-// (allocated + n·requests)/allocatable, against the cluster's allocatable
-// as it is now (not a snapshot's), for QueueSort.
-func (s *State) ProjectedShare(allocated, requests v1.ResourceList, n int) float64 {
-	share := 0.0
-	for name, t := range s.cluster.latestAllocatable() {
-		if t <= 0 {
-			continue
-		}
-		a := quantity(name, allocated[name]) + int64(n)*quantity(name, requests[name])
-		share = math.Max(share, float64(a)/float64(t))
-	}
-	return share
-}
 
 // DominantShare is max over resources of v ÷ what the queues divide.
 func (snap *Snapshot) DominantShare(v Vector) float64 { return dominantShare(v, snap.Total) }

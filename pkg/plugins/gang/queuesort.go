@@ -8,7 +8,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
-	"github.com/muster-sched/muster/pkg/queue"
 )
 
 // Less orders the whole scheduling queue. Two pods in no gang compare
@@ -50,7 +49,7 @@ func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 		return posa.Placing
 	}
 	if byQueue {
-		if less, decided := pl.queueOrder(&posa, &posb); decided {
+		if less, decided := pl.batch.Queues().Order(&posa, &posb); decided {
 			return less
 		}
 	}
@@ -89,59 +88,4 @@ func compareKeys(a gang.Key, inA bool, b gang.Key, inB bool) int {
 		return c
 	}
 	return cmp.Compare(a.Family, b.Family)
-}
-
-// queueOrder compares members of two gangs by their queues and gangs;
-// decided is false when they tie. The gangs'
-// queues and positions come from the gang state, which knows a pod from
-// its PreEnqueue on; queue figures from the last accounting snapshot.
-func (pl *Gang) queueOrder(posa, posb *gang.Position) (less, decided bool) {
-	qs := pl.batch.Queues()
-	if qs == nil {
-		return false, false
-	}
-	snap := qs.Last()
-	if snap == nil {
-		return false, false
-	}
-	if qa, qb := queue.QueueOf(posa.Status), queue.QueueOf(posb.Status); qa != qb {
-		fa, fb := snap.Queues[qa], snap.Queues[qb]
-		if fa != nil && fb != nil {
-			if fa.Priority != fb.Priority {
-				return fa.Priority > fb.Priority, true
-			}
-			if sa, sb := fa.Share(), fb.Share(); sa != sb {
-				return sa < sb, true
-			}
-		}
-	}
-	sharea, starta := projectedShare(qs, posa)
-	shareb, startb := projectedShare(qs, posb)
-	if starta != startb {
-		return starta, true
-	}
-	if sharea != shareb {
-		return sharea < shareb, true
-	}
-	return false, false
-}
-
-// projectedShare is the dominant share the pod's gang will have once the
-// pod is placed (DRF), and whether the pod is one of the members the gang
-// still needs to start. A gang's starting members all stand at the share
-// it will have when ready, so they stay together; each member beyond
-// stands one more task further. The projection counts what the gang is
-// allocated plus the members ahead of the pod, so it does not move while
-// the gang's members are placed one by one — the scheduling queue orders
-// a pod once, when it is added.
-func projectedShare(qs *queue.State, pos *gang.Position) (float64, bool) {
-	if !pos.Pending {
-		return qs.ProjectedShare(pos.Status.Allocated, nil, 0), !pos.Status.Ready()
-	}
-	start := int32(pos.Rank) < pos.Need
-	n := pos.Rank + 1
-	if start {
-		n = int(pos.Need)
-	}
-	return qs.ProjectedShare(pos.Status.Allocated, pos.Requests, n), start
 }

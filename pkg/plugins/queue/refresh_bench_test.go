@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -110,4 +111,34 @@ func BenchmarkPreFilter(b *testing.B) {
 		reserved++
 	}
 	checkAllocated(b, pl.state.Refresh(), reserved)
+}
+
+// BenchmarkQueueOrder is what QueueSort does to compare two pending pods of
+// different gangs on a busy cluster (busyCluster): read both gangs'
+// positions, then order them by queue and projected share. The scheduling
+// queue does it about 20 times per pod it pops.
+func BenchmarkQueueOrder(b *testing.B) {
+	pl, pending := busyCluster(b)
+	pl.state.Refresh()
+	keys := make([]gang.Key, len(pending))
+	for i, p := range pending {
+		keys[i], _ = gang.KeyOf(p)
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	less := 0
+	for i := 0; b.Loop(); i++ {
+		x, y := i%len(pending), (i*7+13)%len(pending)
+		if x == y {
+			continue
+		}
+		pa := pl.gangs.Position(keys[x], pending[x].UID, now, true)
+		pb := pl.gangs.Position(keys[y], pending[y].UID, now, true)
+		if l, _ := pl.state.Order(&pa, &pb); l {
+			less++
+		}
+	}
+	if less == 0 {
+		b.Fatal("no pod ordered before another: the comparisons did not look at the gangs")
+	}
 }
