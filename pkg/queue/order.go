@@ -25,7 +25,7 @@ func (s *State) Order(a, b *gang.Position) (less, decided bool) {
 			if fa.Priority != fb.Priority {
 				return fa.Priority > fb.Priority, true
 			}
-			if sa, sb := snap.share(qa), snap.share(qb); sa != sb {
+			if sa, sb := fa.Share(), fb.Share(); sa != sb {
 				return sa < sb, true
 			}
 		}

@@ -81,6 +81,9 @@ type Figures struct {
 	// Invalid says why the queue's place in the hierarchy is wrong (unknown
 	// parent, a loop); such a queue is placed at the top.
 	Invalid string
+	// share caches Share once the figures are final (shareKnown).
+	share      float64
+	shareKnown bool
 }
 
 // IsLeaf reports whether groups may live in the queue.
@@ -89,6 +92,13 @@ func (f *Figures) IsLeaf() bool { return len(f.Children) == 0 }
 // Share is max over dimensions of allocated/deserved: how far the queue is
 // into its share. A queue holding what it does not deserve has a large share.
 func (f *Figures) Share() float64 {
+	if f.shareKnown {
+		return f.share
+	}
+	return f.computeShare()
+}
+
+func (f *Figures) computeShare() float64 {
 	share := 0.0
 	for k, a := range f.Allocated {
 		if a <= 0 {

@@ -167,16 +167,6 @@ type Snapshot struct {
 	Allocatable Vector
 	Used        Vector // requests of every bound pod
 	state       *State
-	// shares caches each queue's Share: QueueSort reads two per comparison.
-	shares map[string]float64
-}
-
-// share is the queue's Share in this snapshot.
-func (snap *Snapshot) share(name string) float64 {
-	if s, ok := snap.shares[name]; ok {
-		return s
-	}
-	return snap.Queues[name].Share()
 }
 
 // Gang is one gang's place in the accounting. Values are never modified
@@ -285,9 +275,11 @@ func (s *State) Refresh() *Snapshot {
 		snap.Queues = s.division.figs
 	}
 	clear(s.moved)
-	snap.shares = make(map[string]float64, len(snap.Queues))
-	for name, f := range snap.Queues {
-		snap.shares[name] = f.Share()
+	for _, f := range snap.Queues {
+		if !f.shareKnown {
+			// Not published yet: QueueSort reads two shares per comparison.
+			f.share, f.shareKnown = f.computeShare(), true
+		}
 	}
 	s.last.Store(snap)
 	return snap
