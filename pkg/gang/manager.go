@@ -571,13 +571,14 @@ func lookup[T *v1alpha1.PodGroup | *spv1alpha1.PodGroup](store cache.Store, key 
 	return t
 }
 
-// Statuses returns the status of every gang.
+// Statuses returns the status of every gang, each consistent on its own.
+// The lock is taken gang by gang: computing every status at once would
+// hold up the scheduling cycle's Reserve, which writes, for as long.
 func (m *Manager) Statuses() []Status {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]Status, 0, len(m.groups))
-	for k := range m.groups {
-		out = append(out, m.statusLocked(k))
+	keys := m.Keys()
+	out := make([]Status, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, m.Status(k))
 	}
 	return out
 }
