@@ -47,8 +47,18 @@ type Batch struct {
 	mu     sync.Mutex
 	queues atomic.Pointer[queue.State]
 	// queuesOn is closed once a queue policy is enabled.
-	queuesOn   chan struct{}
-	activation sync.Once
+	queuesOn chan struct{}
+
+	// stop is the scheduler's: closed when it stops.
+	stop <-chan struct{}
+	// startOnce starts the wait for the first lists (see Hold).
+	startOnce sync.Once
+	startMu   sync.Mutex
+	// started is set once the gang state and the accounting took in the
+	// first lists; until then held collects the managed pods PreEnqueue
+	// held back, by namespace/name.
+	started bool
+	held    map[string]*v1.Pod
 }
 
 var (
@@ -77,7 +87,7 @@ func For(ctx context.Context, h framework.Handle) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Batch{Gangs: m, handle: h, clients: clients, queuesOn: make(chan struct{})}
+	b := &Batch{Gangs: m, handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
 	logger := klog.FromContext(ctx)
 	if err := b.startControllers(ctx); err != nil {
 		return nil, err
@@ -93,42 +103,63 @@ func For(ctx context.Context, h framework.Handle) (*Batch, error) {
 	return b, nil
 }
 
-// QueueStarted is called when the scheduling queue first consults a plugin
-// (PreEnqueue). From then on, a gang that becomes valid or ready has its
-// pending members activated: the queue may have checked them against an
-// older view of the gang and parked them. Before, there is no queue to
-// activate pods in (the framework's pod activator is wired after the
-// plugins are built).
+// Hold is called by PreEnqueue for every managed pod (one in a gang or a
+// queue); it reports whether the pod must wait. The first call starts the
+// scheduler's batch work: the scheduling queue exists from then on, and the
+// framework's pod activator is wired (after the plugins are built).
 //
-// The first call also waits (a few milliseconds, at most 10 s) until the
-// gang state has every pod of the scheduler's first list and, with queues
-// on, the accounting every node: QueueSort orders pods by shares of the
-// cluster, and the queue orders each pod once, when it is added.
-func (b *Batch) QueueStarted(ctx context.Context) {
-	b.activation.Do(func() {
-		logger := klog.FromContext(ctx)
-		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		// The scheduler's informers have synced; the gang state's handler
-		// on them may still be taking in the first list. This runs on the
-		// scheduler's pod handler, before its first pod is queued: poll
-		// finely, not at WaitForCacheSync's 100 ms, which would idle
-		// the scheduler for that long at every start.
-		_ = wait.PollUntilContextCancel(waitCtx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
-			return b.Gangs.HasSynced(), nil
-		})
-		if qs := b.Queues(); qs != nil {
-			qs.WaitForNodes(waitCtx)
-		}
-		cancel()
-		b.Gangs.OnWake(func(key gang.Key, pending []*v1.Pod) {
-			pods := make(map[string]*v1.Pod, len(pending))
-			for _, p := range pending {
-				pods[p.Namespace+"/"+p.Name] = p
-			}
-			logger.V(4).Info("Gang became valid or ready: activating its pending members", "gang", key, "members", len(pods))
-			b.handle.Activate(logger, pods)
-		})
+// Until the gang state has every pod of the scheduler's first list and,
+// with queues on, the accounting every node (a few milliseconds after the
+// first call, at most 10 s), managed pods are held back, and then
+// activated all at once: QueueSort orders them by gang and queue figures,
+// and the scheduling queue orders each pod once, when it is added. The
+// scheduler's informer handler is not blocked meanwhile, so pods in no gang
+// and no queue are queued and scheduled as the stock scheduler would.
+//
+// From then on, a gang that becomes valid or ready has its pending
+// members activated: the queue may have checked them against an older view
+// of the gang and parked them.
+func (b *Batch) Hold(ctx context.Context, pod *v1.Pod) bool {
+	b.startOnce.Do(func() { go b.start(klog.FromContext(ctx)) })
+	b.startMu.Lock()
+	defer b.startMu.Unlock()
+	if b.started {
+		return false
+	}
+	b.held[pod.Namespace+"/"+pod.Name] = pod
+	return true
+}
+
+// start waits for the first lists, then activates the pods Hold held back,
+// and every gang's pending members when the gang becomes valid or ready.
+func (b *Batch) start(logger klog.Logger) {
+	ctx, cancel := context.WithTimeout(wait.ContextForChannel(b.stop), 10*time.Second)
+	defer cancel()
+	// Poll finely: WaitForCacheSync's 100 ms would idle the managed pods
+	// for that long at every start.
+	_ = wait.PollUntilContextCancel(ctx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
+		return b.Gangs.HasSynced(), nil
 	})
+	if qs := b.Queues(); qs != nil {
+		qs.WaitForNodes(ctx)
+	}
+	b.Gangs.OnWake(func(key gang.Key, pending []*v1.Pod) {
+		pods := make(map[string]*v1.Pod, len(pending))
+		for _, p := range pending {
+			pods[p.Namespace+"/"+p.Name] = p
+		}
+		logger.V(4).Info("Gang became valid or ready: activating its pending members", "gang", key, "members", len(pods))
+		b.handle.Activate(logger, pods)
+	})
+	b.startMu.Lock()
+	b.started = true
+	held := b.held
+	b.held = nil
+	b.startMu.Unlock()
+	logger.V(2).Info("Gang state and queue accounting took in the first lists: activating the pods held back", "pods", len(held), "synced", ctx.Err() == nil)
+	if len(held) > 0 {
+		b.handle.Activate(logger, held)
+	}
 }
 
 // EnableQueues turns on queue accounting under a policy. Proportion and

@@ -86,9 +86,11 @@ func keyOf(pod *v1.Pod) (gang.Key, bool) { return gang.KeyOf(pod) }
 // PreEnqueue keeps a member out of the active queue until its gang is valid:
 // enough members exist (per role too) and its labels or PodGroup make sense.
 func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	pl.batch.QueueStarted(ctx)
 	if _, ok := keyOf(pod); !ok {
 		return nil // not a gang's: PreEnqueue costs it nothing
+	}
+	if pl.batch.Hold(ctx, pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the gang state to take in the cluster's pods (scheduler start)")
 	}
 	key, s, ok := pl.manager.Observe(pod)
 	if !ok {
