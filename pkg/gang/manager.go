@@ -508,15 +508,12 @@ func (m *Manager) Status(key Key) Status {
 // statusLocked returns the gang's status, from the cache when it is fresh.
 // Its maps and lists are shared by every caller: read only. m.mu held, for
 // reading at least.
-func (m *Manager) statusLocked(key Key) Status { return *m.statusRefLocked(key) }
+func (m *Manager) statusLocked(key Key) Status { return *m.statusRefLocked(key, m.groups[key]) }
 
-// statusRefLocked is statusLocked without the copy: the cached status
-// itself, read only. m.mu held, for reading at least.
-func (m *Manager) statusRefLocked(key Key) *Status { return m.statusOfLocked(key, m.groups[key]) }
-
-// statusOfLocked is statusRefLocked of the gang key, whose group is g (nil:
-// not known). m.mu held, for reading at least.
-func (m *Manager) statusOfLocked(key Key, g *group) *Status {
+// statusRefLocked is statusLocked of the gang key, whose group is g (nil:
+// not known), without the copy: the cached status itself, read only. m.mu
+// held, for reading at least.
+func (m *Manager) statusRefLocked(key Key, g *group) *Status {
 	if g == nil {
 		s := m.computeStatusLocked(key, &group{})
 		return &s
@@ -906,7 +903,7 @@ func (m *Manager) Position(key Key, uid types.UID, now time.Time, withStatus boo
 	if !withStatus {
 		return pos
 	}
-	pos.Status = m.statusOfLocked(key, g)
+	pos.Status = m.statusRefLocked(key, g)
 	pos.Need = max(0, pos.Status.Spec.MinMember-pos.Status.Placed)
 	if g == nil {
 		return pos
