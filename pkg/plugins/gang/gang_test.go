@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"testing"
@@ -81,5 +82,17 @@ func TestLessSameGangFollowsMemberOrder(t *testing.T) {
 				t.Errorf("Less disagrees with the gang's member order %s, %s", pending[0].Name, pending[1].Name)
 			}
 		})
+	}
+}
+
+// TestPreEnqueueUnmanagedIsNotHeld checks that a pod in no gang and no queue
+// passes PreEnqueue without consulting the batch state: it is never held
+// back while the gang state takes in its first list (a nil batch would
+// panic if it were consulted).
+func TestPreEnqueueUnmanagedIsNotHeld(t *testing.T) {
+	pl := &Gang{}
+	pod := st.MakePod().Namespace("ns").Name("web").Label("app", "web").Obj()
+	if s := pl.PreEnqueue(context.Background(), pod); !s.IsSuccess() {
+		t.Errorf("PreEnqueue(unmanaged pod) = %v, want success", s)
 	}
 }
