@@ -115,6 +115,14 @@ func metricValue(r *Result, metric string) float64 {
 		return r.GangLatencyP50
 	case "gangLatencyP99":
 		return r.GangLatencyP99
+	case "algorithmMicrosPerPod":
+		return r.AlgorithmMicrosPerPod
+	case "preFilterMicrosPerPod":
+		return r.PreFilterMicrosPerPod
+	case "reserveMicrosPerPod":
+		return r.ReserveMicrosPerPod
+	case "permitMicrosPerPod":
+		return r.PermitMicrosPerPod
 	case "wastedReservation":
 		sum := 0.0
 		for _, v := range r.WastedReservation {

@@ -15,26 +15,66 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-// attemptsMetric is kube-scheduler's counter of scheduling attempts. It is
-// process-wide: runs take the difference before and after.
-const attemptsMetric = "scheduler_schedule_attempts_total"
+// kube-scheduler's process-wide metrics the runner reads: each run takes
+// the difference before and after.
+const (
+	// attemptsMetric counts scheduling attempts.
+	attemptsMetric = "scheduler_schedule_attempts_total"
+	// algorithmMetric times the scheduling algorithm of each attempt:
+	// PreFilter, Filter and Score over the nodes.
+	algorithmMetric = "scheduler_scheduling_algorithm_duration_seconds"
+	// extensionPointMetric times each extension point of each attempt
+	// (label extension_point); Filter is not among them.
+	extensionPointMetric = "scheduler_framework_extension_point_duration_seconds"
+)
 
-// scheduleAttempts is the counter's current sum over results and profiles.
-func scheduleAttempts() int {
+// schedulerCounters are sums over kube-scheduler's metrics so far, over
+// results and profiles.
+type schedulerCounters struct {
+	attempts float64
+	// seconds holds the time of the scheduling algorithm under
+	// "algorithm" and of each timed extension point under its name.
+	seconds map[string]float64
+}
+
+// readSchedulerCounters reads the counters; zero when the registry cannot
+// be gathered.
+func readSchedulerCounters() schedulerCounters {
+	c := schedulerCounters{seconds: map[string]float64{}}
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
-		return 0
+		return c
 	}
-	total := 0.0
 	for _, f := range families {
-		if f.GetName() != attemptsMetric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			total += m.GetCounter().GetValue()
+		switch f.GetName() {
+		case attemptsMetric:
+			for _, m := range f.GetMetric() {
+				c.attempts += m.GetCounter().GetValue()
+			}
+		case algorithmMetric:
+			for _, m := range f.GetMetric() {
+				c.seconds["algorithm"] += m.GetHistogram().GetSampleSum()
+			}
+		case extensionPointMetric:
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "extension_point" {
+						c.seconds[l.GetValue()] += m.GetHistogram().GetSampleSum()
+					}
+				}
+			}
 		}
 	}
-	return int(total)
+	return c
+}
+
+// since is what the counters gained since before.
+func (c schedulerCounters) since(before schedulerCounters) schedulerCounters {
+	d := schedulerCounters{attempts: c.attempts - before.attempts, seconds: map[string]float64{}}
+	for k, v := range c.seconds {
+		d.seconds[k] = v - before.seconds[k]
+	}
+	return d
 }
 
 // memorySampler records the process's peak resident set and Go heap.

@@ -207,7 +207,7 @@ func TestMeasureRates(t *testing.T) {
 			for i, p := range tc.pods {
 				o.pods[string(rune('a'+i))] = p
 			}
-			r := measure(&Scenario{}, o, nil, nil, 0, start, at(3000))
+			r := measure(&Scenario{}, o, nil, nil, schedulerCounters{}, start, at(3000))
 			if math.Abs(r.PodsPerSecond-tc.wantPerSecond) > 1e-9 || math.Abs(r.FirstBindSeconds-tc.wantFirstSec) > 1e-9 {
 				t.Errorf("pods/s %v, first bind %v s; want %v, %v", r.PodsPerSecond, r.FirstBindSeconds, tc.wantPerSecond, tc.wantFirstSec)
 			}

@@ -134,6 +134,10 @@ var rows = []row{
 	{"first bind (s)", func(r *Result) string { return fmt.Sprintf("%.2f", r.FirstBindSeconds) }, always},
 	{"process CPU per pod (ms)", func(r *Result) string { return fmt.Sprintf("%.2f", r.CPUMillisPerPod) }, always},
 	{"attempts/pod", func(r *Result) string { return fmt.Sprintf("%.2f", r.AttemptsPerPod) }, always},
+	{"scheduling algorithm (µs/pod)", func(r *Result) string { return fmt.Sprintf("%.0f", r.AlgorithmMicrosPerPod) }, always},
+	{"PreFilter/Reserve/Permit (µs/pod)", func(r *Result) string {
+		return fmt.Sprintf("%.1f / %.1f / %.1f", r.PreFilterMicrosPerPod, r.ReserveMicrosPerPod, r.PermitMicrosPerPod)
+	}, always},
 	{"gangs bound", func(r *Result) string { return fmt.Sprintf("%d/%d", r.GangsBound, r.Gangs) }, hasGangs},
 	{"gang latency p50/p99 (s)", func(r *Result) string {
 		if r.GangsBound == 0 {

@@ -151,7 +151,7 @@ func runProfile(parent context.Context, s *Scenario, profile string, run int, op
 	// behind: collect it now, not during this run's window.
 	runtime.GC()
 	rec := newRecorder()
-	attemptsBefore := scheduleAttempts()
+	countersBefore := readSchedulerCounters()
 	mem := startMemorySampler(ctx)
 	sched, err := simulator.StartScheduler(ctx, kubeconfig, cfg, registry(rec)...)
 	if err != nil {
@@ -199,7 +199,7 @@ func runProfile(parent context.Context, s *Scenario, profile string, run int, op
 	rel, open := rec.snapshot(end)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	r := measure(s, obs, rel, open, scheduleAttempts()-attemptsBefore, start, end)
+	r := measure(s, obs, rel, open, readSchedulerCounters().since(countersBefore), start, end)
 	r.Profile = profile
 	r.PeakRSSBytes, r.PeakHeapBytes = peakRSS, peakHeap
 	if r.BoundPods > 0 {

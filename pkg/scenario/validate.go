@@ -182,6 +182,8 @@ var Profiles = []string{ProfileStock, ProfileCoscheduling, ProfileCapacitySchedu
 var relativeMetrics = map[string]bool{
 	"makespan": true, "podsPerSecond": true, "attemptsPerPod": true,
 	"gangLatencyP50": true, "gangLatencyP99": true, "wastedReservation": true,
+	"algorithmMicrosPerPod": true, "preFilterMicrosPerPod": true,
+	"reserveMicrosPerPod": true, "permitMicrosPerPod": true,
 }
 
 var nameOK = func(s string) bool {
