@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -62,7 +64,7 @@ type Manager struct {
 	podStores   []cache.Store
 	podsSynced  cache.InformerSynced
 	listenersMu sync.Mutex
-	listeners   []func(Key)
+	listeners   []listener
 	onWake      []func(Key, []*v1.Pod)
 	// refused holds the gangs that were invalid when a member was
 	// observed: their members wait at PreEnqueue until the gang is valid.
@@ -216,12 +218,40 @@ func dropManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
+// change is what an event changed of a gang.
+type change int
+
+const (
+	unchanged change = iota
+	// statusChange: the gang's status moved but not its usage, e.g. a
+	// member started running, or a plan or note was recorded.
+	statusChange
+	// usageChange: what the gang holds or asks for may have moved: its
+	// members, their requests, placement, priority, role or liveness, its
+	// spec, or its reservations.
+	usageChange
+)
+
+type listener struct {
+	f         func(Key)
+	usageOnly bool
+}
+
 // OnChange registers f to be called with the key of every gang whose
-// members, spec or placement changed.
-func (m *Manager) OnChange(f func(Key)) {
+// status may have changed: its members or their state, its spec, its
+// reservations, plan or notes.
+func (m *Manager) OnChange(f func(Key)) { m.addListener(listener{f: f}) }
+
+// OnUsageChange registers f to be called with the key of every gang whose
+// usage may have changed (see usageChange), which is what queue accounting
+// reads: not for a member that only started running. Most pod updates in
+// a busy cluster are such status updates.
+func (m *Manager) OnUsageChange(f func(Key)) { m.addListener(listener{f: f, usageOnly: true}) }
+
+func (m *Manager) addListener(l listener) {
 	m.listenersMu.Lock()
 	defer m.listenersMu.Unlock()
-	m.listeners = append(m.listeners, f)
+	m.listeners = append(m.listeners, l)
 }
 
 // OnWake registers f to be called, with the gang's pending members, when
@@ -251,18 +281,24 @@ func (m *Manager) wake(key Key) {
 	}
 }
 
-func (m *Manager) notify(key Key) {
-	m.notifyChange(key)
+func (m *Manager) notify(key Key, c change) {
+	m.notifyChange(key, c)
 	m.checkValid(key)
 }
 
-// notifyChange tells the change listeners; they take no scheduler locks.
-func (m *Manager) notifyChange(key Key) {
+// notifyChange tells the listeners of change c; they take no scheduler
+// locks.
+func (m *Manager) notifyChange(key Key, c change) {
+	if c == unchanged {
+		return
+	}
 	m.listenersMu.Lock()
 	ls := m.listeners
 	m.listenersMu.Unlock()
-	for _, f := range ls {
-		f(key)
+	for _, l := range ls {
+		if c == usageChange || !l.usageOnly {
+			l.f(key)
+		}
 	}
 }
 
@@ -299,7 +335,7 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 				g.changed()
 			}
 			m.mu.Unlock()
-			m.notify(key)
+			m.notify(key, usageChange)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -332,7 +368,7 @@ func (m *Manager) ClusterChanged() {
 // It returns the gang's status with the pod in it. A gang invalid now is
 // remembered, so that its refused members are woken once it turns valid.
 func (m *Manager) Observe(pod *v1.Pod) (Key, Status, bool) {
-	key, ok, changed := m.upsert(pod)
+	key, ok, c := m.upsert(pod)
 	if !ok {
 		return Key{}, Status{}, false
 	}
@@ -342,9 +378,7 @@ func (m *Manager) Observe(pod *v1.Pod) (Key, Status, bool) {
 		m.refused[key] = true
 	}
 	m.mu.Unlock()
-	if changed {
-		m.notifyChange(key)
-	}
+	m.notifyChange(key, c)
 	return key, s, true
 }
 
@@ -356,8 +390,8 @@ func (m *Manager) updatePod(obj any) {
 	if _, ok := KeyOf(pod); !ok && !m.isMember(pod.UID) {
 		return // unmanaged: most pods of a cluster
 	}
-	if key, ok, changed := m.upsert(pod); ok && changed {
-		m.notify(key)
+	if key, ok, c := m.upsert(pod); ok && c != unchanged {
+		m.notify(key, c)
 	}
 }
 
@@ -369,14 +403,14 @@ func (m *Manager) isMember(uid types.UID) bool {
 }
 
 // upsert records the pod as a member of its gang and returns the gang,
-// and whether the gang changed: not when it holds this version of the pod
-// already. A pod that left every gang is removed instead.
-func (m *Manager) upsert(pod *v1.Pod) (key Key, ok, changed bool) {
+// and what changed: nothing when it holds this version of the pod already.
+// A pod that left every gang is removed instead.
+func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 	key, ok = KeyOf(pod)
 	if !ok {
 		// The label was removed: the pod left its gang.
 		m.deletePod(pod)
-		return Key{}, false, false
+		return Key{}, false, unchanged
 	}
 	m.mu.Lock()
 	if prev, ok := m.memberOf[pod.UID]; ok && prev != key {
@@ -386,21 +420,27 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok, changed bool) {
 		// queue's lock. Relabels are rare.
 		m.removeLocked(prev, pod.UID)
 		defer func() {
-			m.notifyChange(prev)
+			m.notifyChange(prev, usageChange)
 			go m.checkValid(prev)
 		}()
 	}
 	m.memberOf[pod.UID] = key
 	g := m.groupLocked(key)
-	if old, ok := g.members[pod.UID]; ok && old.ResourceVersion == pod.ResourceVersion && pod.ResourceVersion != "" {
+	old := g.members[pod.UID]
+	if old != nil && old.ResourceVersion == pod.ResourceVersion && pod.ResourceVersion != "" {
 		// The same version again: the informer's, then Observe's (or
 		// the other way round), or a relist.
 		m.mu.Unlock()
-		return key, true, false
+		return key, true, unchanged
 	}
 	g.changed()
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	c = statusChange
+	if old == nil || usageMoved(old, pod, g.requests[pod.UID], requests) {
+		c = usageChange
+	}
 	g.members[pod.UID] = pod
-	g.requests[pod.UID] = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	g.requests[pod.UID] = requests
 	if pod.Spec.NodeName != "" {
 		delete(g.reserved, pod.UID)
 	}
@@ -408,7 +448,40 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok, changed bool) {
 		g.created = c
 	}
 	m.mu.Unlock()
-	return key, true, true
+	return key, true, c
+}
+
+// usageMoved reports whether a member's update from old to pod (requests
+// oldReq to req) can change its gang's usage (see usageChange): anything
+// computeStatus reads but the Running phase.
+func usageMoved(old, pod *v1.Pod, oldReq, req v1.ResourceList) bool {
+	return old.Spec.NodeName != pod.Spec.NodeName ||
+		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
+		finishedAs(old) != finishedAs(pod) ||
+		corev1helpers.PodPriority(old) != corev1helpers.PodPriority(pod) ||
+		RoleOf(old) != RoleOf(pod) ||
+		!maps.Equal(old.Labels, pod.Labels) ||
+		!quantitiesEqual(oldReq, req)
+}
+
+// finishedAs is the phase of a finished pod, "" for a live one.
+func finishedAs(pod *v1.Pod) v1.PodPhase {
+	if p := pod.Status.Phase; p == v1.PodSucceeded || p == v1.PodFailed {
+		return p
+	}
+	return ""
+}
+
+func quantitiesEqual(a, b v1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, q := range a {
+		if r, ok := b[k]; !ok || q.Cmp(r) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // unlistPod handles a pod that left one of the Manager's informers:
@@ -462,7 +535,7 @@ func (m *Manager) deletePod(pod *v1.Pod) {
 	}
 	m.mu.Unlock()
 	if ok {
-		m.notify(key)
+		m.notify(key, usageChange)
 	}
 }
 
@@ -646,7 +719,7 @@ func (m *Manager) Reserve(key Key, uid types.UID, node string) {
 		g.plan = nil
 	}
 	m.mu.Unlock()
-	m.notify(key)
+	m.notify(key, usageChange)
 	if ready {
 		// Extras that arrived while the plan was carried out were parked
 		// behind it; they schedule one by one now. Not on this goroutine:
@@ -677,7 +750,7 @@ func (m *Manager) Unreserve(key Key, uid types.UID) {
 		g.plan = nil
 	}
 	m.mu.Unlock()
-	m.notify(key)
+	m.notify(key, usageChange)
 }
 
 // PlannedNode returns the node the gang's plan gives member uid, if a live
@@ -716,7 +789,7 @@ func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
 	g.failure = failure{}
 	g.note = ""
 	m.mu.Unlock()
-	m.notify(key)
+	m.notify(key, statusChange)
 }
 
 // DropPlan forgets the gang's plan.
@@ -738,7 +811,7 @@ func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
 	g.plan = nil
 	m.mu.Unlock()
 	if changed {
-		m.notify(key)
+		m.notify(key, statusChange)
 	}
 }
 
@@ -757,7 +830,7 @@ func (m *Manager) SetWaiting(key Key, why string) {
 	}
 	m.mu.Unlock()
 	if changed {
-		m.notify(key)
+		m.notify(key, statusChange)
 	}
 }
 

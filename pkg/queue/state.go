@@ -211,7 +211,7 @@ func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues mus
 		admitted: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
 		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, moved: map[string]bool{},
 	}
-	gangs.OnChange(s.markDirty)
+	gangs.OnUsageChange(s.markDirty)
 	// Gangs known before the listener was registered; the listener may
 	// already be running, so under the lock.
 	s.mu.Lock()

@@ -1,0 +1,58 @@
+package gang
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+)
+
+// TestUsageMoved checks which member updates reach the queue accounting
+// (OnUsageChange): those that can change what the gang holds or asks for,
+// not a member that only started running.
+func TestUsageMoved(t *testing.T) {
+	// withCPU is the member requesting cpu; base requests 1.
+	withCPU := func(cpu string) *st.PodWrapper {
+		return st.MakePod().Namespace("ns").Name("p").UID("p").
+			Labels(map[string]string{v1alpha1.LabelPodGroup: "g"}).
+			Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Priority(10)
+	}
+	base := func() *st.PodWrapper { return withCPU("1") }
+	old := base().Obj()
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want bool
+	}{
+		{name: "the same pod", pod: base().Obj()},
+		{name: "running, with conditions and an IP", pod: func() *v1.Pod {
+			p := base().Phase(v1.PodRunning).Obj()
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+			p.Status.PodIP = "10.0.0.1"
+			return p
+		}()},
+		{name: "an unrelated annotation", pod: base().Annotation("team", "x").Obj()},
+		{name: "bound", pod: base().Node("n1").Obj(), want: true},
+		{name: "deleted", pod: base().Terminating().Obj(), want: true},
+		{name: "succeeded", pod: base().Phase(v1.PodSucceeded).Obj(), want: true},
+		{name: "failed", pod: base().Phase(v1.PodFailed).Obj(), want: true},
+		{name: "priority", pod: base().Priority(20).Obj(), want: true},
+		{name: "requests", pod: withCPU("2").Obj(), want: true},
+		{name: "the same requests written otherwise", pod: withCPU("1000m").Obj()},
+		{name: "a label", pod: base().Label(v1alpha1.LabelMinAvailable, "2").Obj(), want: true},
+		{name: "the Volcano role annotation", pod: base().Annotation(v1alpha1.VolcanoAnnotationTaskSpec, "worker").Obj(), want: true},
+	}
+	requests := func(p *v1.Pod) v1.ResourceList {
+		return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := usageMoved(old, tt.pod, requests(old), requests(tt.pod)); got != tt.want {
+				t.Errorf("usageMoved = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
