@@ -3,7 +3,9 @@ package gang
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -52,6 +54,40 @@ func TestUsageMoved(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := usageMoved(old, tt.pod, requests(old), requests(tt.pod)); got != tt.want {
 				t.Errorf("usageMoved = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTrimTerminated checks what the Manager keeps of a terminated pod: its
+// identity alone for a pod in no gang, the pod without managed fields for
+// a member.
+func TestTrimTerminated(t *testing.T) {
+	managedFields := []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	plain := st.MakePod().Namespace("ns").Name("web").UID("web").Labels(map[string]string{"app": "web"}).
+		Node("n1").Phase(v1.PodSucceeded).Obj()
+	plain.ResourceVersion, plain.ManagedFields = "7", managedFields
+	member := st.MakePod().Namespace("ns").Name("m").UID("m").Labels(map[string]string{v1alpha1.LabelQueue: "q"}).
+		Node("n1").Phase(v1.PodFailed).Obj()
+	member.ResourceVersion, member.ManagedFields = "8", managedFields
+	wantMember := member.DeepCopy()
+	wantMember.ManagedFields = nil
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want *v1.Pod
+	}{
+		{name: "a pod in no gang", pod: plain, want: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "web", ResourceVersion: "7"}}},
+		{name: "a member", pod: member, want: wantMember},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := trimTerminated(tt.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("trimTerminated (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -58,9 +58,9 @@ type Manager struct {
 	// looks a gang's PodGroup up on every comparison.
 	pgStore, spStore cache.Store
 	// podStores are the stores of the pod informers: the scheduler's (live
-	// pods) and the label-selected ones of terminated pods. A pod leaves
-	// one of them when it finishes or loses a label, and may still be in
-	// another: only its absence from all of them deletes it.
+	// pods) and the Manager's of terminated pods. A pod leaves the first
+	// when it finishes, and may be in the second already: only its absence
+	// from both deletes it.
 	podStores   []cache.Store
 	podsSynced  cache.InformerSynced
 	listenersMu sync.Mutex
@@ -162,22 +162,21 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	m.podsSynced = reg.HasSynced
 	m.podStores = append(m.podStores, c.Pods.GetStore())
 
-	var synced []cache.InformerSynced
-	// One watch per label family: a label selector cannot say "any of".
-	// Terminated pods change once, so these watches carry few events.
-	for _, label := range []string{v1alpha1.LabelPodGroup, v1alpha1.LegacyLabelPodGroup, v1alpha1.SchedulerPluginsLabelPodGroup, v1alpha1.LabelQueue} {
-		f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = label
-			o.FieldSelector = terminated
-		}), informers.WithTransform(dropManagedFields))
-		inf := f.Core().V1().Pods().Informer()
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return nil, err
-		}
-		synced = append(synced, inf.HasSynced)
-		m.podStores = append(m.podStores, inf.GetStore())
-		f.Start(ctx.Done())
+	// One watch of every terminated pod, trimmed to a stub unless it is
+	// a gang's: a label selector cannot say "any of" the label families,
+	// and the API server wakes each watcher of pods for every pod event,
+	// so one watch per family would cost that four times over.
+	// Terminated pods change once: the watch itself carries few events.
+	f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = terminated
+	}), informers.WithTransform(trimTerminated))
+	terminatedPods := f.Core().V1().Pods().Informer()
+	if _, err := terminatedPods.AddEventHandler(handler); err != nil {
+		return nil, err
 	}
+	synced := []cache.InformerSynced{terminatedPods.HasSynced}
+	m.podStores = append(m.podStores, terminatedPods.GetStore())
+	f.Start(ctx.Done())
 
 	mf := musterinformers.NewSharedInformerFactory(c.Muster, 0)
 	pgInformer := mf.Scheduling().V1alpha1().PodGroups()
@@ -209,13 +208,22 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	return m, nil
 }
 
-// dropManagedFields trims what the Manager never reads from the pods it
-// holds, as the scheduler's own pod informer does: less memory, less GC.
-func dropManagedFields(obj any) (any, error) {
-	if o, ok := obj.(metav1.Object); ok && o.GetManagedFields() != nil {
-		o.SetManagedFields(nil)
+// trimTerminated trims a terminated pod to what the Manager reads: for a
+// pod in no gang, its identity alone (the Manager only learns that it is
+// in none); for a member, all but its managed fields, as the scheduler's
+// own pod informer does. Less memory, less GC.
+func trimTerminated(obj any) (any, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return obj, nil
 	}
-	return obj, nil
+	if _, managed := KeyOf(pod); !managed {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		}}, nil
+	}
+	pod.ManagedFields = nil
+	return pod, nil
 }
 
 // change is what an event changed of a gang.

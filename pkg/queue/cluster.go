@@ -27,12 +27,15 @@ type cluster struct {
 	mu          sync.Mutex
 	nodes       map[string]Vector
 	pods        map[types.UID]boundPod
-	allocatable Vector
-	used        Vector
-	unmanaged   Vector
+	allocatable sum
+	used        sum
+	unmanaged   sum
+	// generation counts the changes of allocatable and unmanaged, from
+	// which the queues' total is computed.
+	generation uint64
 	// seen holds every node the handler took in, schedulable or not.
 	seen map[string]bool
-	// latest is a copy of allocatable, read without the lock.
+	// latest is allocatable, read without the lock.
 	latest atomic.Pointer[Vector]
 
 	nodesSynced cache.InformerSynced
@@ -44,8 +47,33 @@ type boundPod struct {
 	unmanaged bool
 }
 
+// sum is a vector that totals hands out to be read without the lock: a
+// change after that works on a copy (copy on write), so a refresh copies
+// only the sums that changed since the last one.
+type sum struct {
+	v      Vector
+	shared bool
+}
+
+// own returns the vector to be changed in place. c.mu held.
+func (s *sum) own() Vector {
+	if s.shared {
+		s.v, s.shared = s.v.Clone(), false
+	}
+	return s.v
+}
+
+// share returns the vector, read only from then on. c.mu held.
+func (s *sum) share() Vector {
+	s.shared = true
+	return s.v
+}
+
 func newCluster(f informers.SharedInformerFactory) (*cluster, error) {
-	c := &cluster{nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, allocatable: Vector{}, used: Vector{}, unmanaged: Vector{}, seen: map[string]bool{}}
+	c := &cluster{
+		nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, seen: map[string]bool{},
+		allocatable: sum{v: Vector{}}, used: sum{v: Vector{}}, unmanaged: sum{v: Vector{}},
+	}
 	c.latest.Store(&Vector{})
 	nodes := f.Core().V1().Nodes()
 	c.nodesSynced, c.nodeLister = nodes.Informer().HasSynced, nodes.Lister()
@@ -66,10 +94,18 @@ func newCluster(f informers.SharedInformerFactory) (*cluster, error) {
 	return c, nil
 }
 
-func (c *cluster) totals() (allocatable, used, unmanaged Vector) {
+func (c *cluster) totals() totals {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.allocatable.Clone(), c.used.Clone(), c.unmanaged.Clone()
+	return totals{allocatable: c.allocatable.share(), used: c.used.share(), unmanaged: c.unmanaged.share(), generation: c.generation}
+}
+
+// totals are the cluster's sums at one moment, read only.
+type totals struct {
+	allocatable, used, unmanaged Vector
+	// generation identifies allocatable and unmanaged: equal generations,
+	// equal vectors.
+	generation uint64
 }
 
 // waitForNodes waits until the handler took in every node of the
@@ -107,14 +143,22 @@ func (c *cluster) setNode(obj any) {
 	defer c.mu.Unlock()
 	defer c.publishLocked()
 	c.seen[n.Name] = true
-	if old, ok := c.nodes[n.Name]; ok {
-		c.allocatable.Sub(old)
+	old, had := c.nodes[n.Name]
+	var v Vector
+	if schedulable(n) {
+		v = FromList(n.Status.Allocatable)
+	}
+	if had && v != nil && old.Equal(v) {
+		return // a status update that leaves allocatable alone: most
+	}
+	c.generation++
+	if had {
+		c.allocatable.own().Sub(old)
 		delete(c.nodes, n.Name)
 	}
-	if schedulable(n) {
-		v := FromList(n.Status.Allocatable)
+	if v != nil {
 		c.nodes[n.Name] = v
-		c.allocatable.Add(v)
+		c.allocatable.own().Add(v)
 	}
 }
 
@@ -131,13 +175,14 @@ func (c *cluster) deleteNode(obj any) {
 	defer c.publishLocked()
 	delete(c.seen, n.Name)
 	if old, ok := c.nodes[n.Name]; ok {
-		c.allocatable.Sub(old)
+		c.generation++
+		c.allocatable.own().Sub(old)
 		delete(c.nodes, n.Name)
 	}
 }
 
 func (c *cluster) publishLocked() {
-	v := c.allocatable.Clone()
+	v := c.allocatable.share()
 	c.latest.Store(&v)
 }
 
@@ -158,25 +203,34 @@ func (c *cluster) setPod(obj any) {
 	if !ok {
 		return
 	}
+	bound := p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+	var b boundPod
+	if bound {
+		_, managed := gang.KeyOf(p)
+		b = boundPod{requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if old, ok := c.pods[p.UID]; ok && bound && old.unmanaged == b.unmanaged && old.requests.Equal(b.requests) {
+		return // a status update of a running pod: most pod events
+	}
 	c.removePodLocked(p.UID)
-	if p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
-		_, managed := gang.KeyOf(p)
-		b := boundPod{requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
+	if bound {
 		c.pods[p.UID] = b
-		c.used.Add(b.requests)
+		c.used.own().Add(b.requests)
 		if b.unmanaged {
-			c.unmanaged.Add(b.requests)
+			c.generation++
+			c.unmanaged.own().Add(b.requests)
 		}
 	}
 }
 
 func (c *cluster) removePodLocked(uid types.UID) {
 	if old, ok := c.pods[uid]; ok {
-		c.used.Sub(old.requests)
+		c.used.own().Sub(old.requests)
 		if old.unmanaged {
-			c.unmanaged.Sub(old.requests)
+			c.generation++
+			c.unmanaged.own().Sub(old.requests)
 		}
 		delete(c.pods, uid)
 	}

@@ -51,6 +51,10 @@ type State struct {
 	last    atomic.Pointer[Snapshot]
 	// division is the last computed division of the cluster.
 	division *division
+	// total is the last snapshot's Total, computed from the cluster's
+	// totals of totalGeneration.
+	total           Vector
+	totalGeneration uint64
 }
 
 // division is what a refresh computed deserved and realCapability from,
@@ -247,8 +251,8 @@ func QueueOf(st *gang.Status) string {
 // Refresh folds the changed gangs into the queues' usage and computes a new
 // snapshot.
 func (s *State) Refresh() *Snapshot {
-	allocatable, used, unmanaged := s.cluster.totals()
-	snap := &Snapshot{Policy: s.policy, Allocatable: allocatable, Used: used, state: s}
+	t := s.cluster.totals()
+	snap := &Snapshot{Policy: s.policy, Allocatable: t.allocatable, Used: t.used, state: s}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -261,12 +265,15 @@ func (s *State) Refresh() *Snapshot {
 	} else {
 		clear(s.dirty)
 	}
-	snap.Total = allocatable.Clone()
-	for k, n := range unmanaged {
-		if n > 0 {
-			snap.Total[k] = max(0, snap.Total[k]-n)
+	if s.total == nil || t.generation != s.totalGeneration {
+		s.total, s.totalGeneration = t.allocatable.Clone(), t.generation
+		for k, n := range t.unmanaged {
+			if n > 0 {
+				s.total[k] = max(0, s.total[k]-n)
+			}
 		}
 	}
+	snap.Total = s.total
 	queues, _ := s.queues.List(labels.Everything())
 	if s.division.matches(snap.Total, queues, s.usage) {
 		snap.Queues = s.division.figures(s.usage, s.moved)
@@ -287,12 +294,13 @@ func (s *State) Refresh() *Snapshot {
 
 // refreshGang recomputes one gang's contribution and figures. s.mu held.
 func (s *State) refreshGang(key gang.Key) {
-	if old, ok := s.contrib[key]; ok {
-		s.apply(old, -1)
-		delete(s.contrib, key)
-	}
+	old, had := s.contrib[key]
 	st := s.gangs.Status(key)
 	if st.Members == 0 {
+		if had {
+			s.apply(old, -1)
+			delete(s.contrib, key)
+		}
 		delete(s.admitted, key)
 		s.figures.Delete(key)
 		return
@@ -303,20 +311,36 @@ func (s *State) refreshGang(key gang.Key) {
 	if st.Placed > 0 {
 		delete(s.admitted, key) // placed members keep it admitted now
 	}
-	c := contribution{queue: q, allocated: g.Allocated, request: g.Allocated.Clone()}
-	c.request.addList(st.Pending)
+	c := contribution{queue: q, allocated: g.Allocated, request: g.Allocated}
+	if len(st.Pending) > 0 {
+		// Contributions are read only once made; Allocated is g's.
+		c.request = g.Allocated.Clone()
+		c.request.addList(st.Pending)
+	}
 	if g.Admitted && !st.Started() {
 		c.inqueue = positive(g.MinResources, g.Allocated)
 	}
 	if st.Started() {
 		c.elastic = positive(g.Allocated, g.MinResources)
 	}
-	s.contrib[key] = c
-	s.apply(c, 1)
+	if !had || !old.equal(c) {
+		// Not when only the gang's figures moved (a member bound, say):
+		// its queue's usage, and so its published figures, stay.
+		if had {
+			s.apply(old, -1)
+		}
+		s.contrib[key] = c
+		s.apply(c, 1)
+	}
 	if last := s.last.Load(); last != nil {
 		g.DominantShare = dominantShareOf(st.Bound, last.Total)
 	}
 	s.figures.Store(key, g)
+}
+
+func (c contribution) equal(o contribution) bool {
+	return c.queue == o.queue && c.allocated.Equal(o.allocated) && c.request.Equal(o.request) &&
+		c.inqueue.Equal(o.inqueue) && c.elastic.Equal(o.elastic)
 }
 
 // apply adds (sign 1) or removes (sign −1) a contribution. s.mu held.
