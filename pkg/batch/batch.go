@@ -157,10 +157,25 @@ func (b *Batch) start(logger klog.Logger) {
 	b.held = nil
 	b.startMu.Unlock()
 	logger.V(2).Info("Gang state and queue accounting took in the first lists: activating the pods held back", "pods", len(held), "synced", ctx.Err() == nil)
-	if len(held) > 0 {
-		b.handle.Activate(logger, held)
+	// In chunks: Activate holds the scheduling queue's lock throughout and
+	// runs PreEnqueue and QueueSort for every pod (tens of microseconds a
+	// pod), and the scheduler, which may be popping already, should get
+	// its first pods after the first chunk, not after all of them.
+	chunk := make(map[string]*v1.Pod, activateChunk)
+	for k, p := range held {
+		chunk[k] = p
+		if len(chunk) == activateChunk {
+			b.handle.Activate(logger, chunk)
+			chunk = make(map[string]*v1.Pod, activateChunk)
+		}
+	}
+	if len(chunk) > 0 {
+		b.handle.Activate(logger, chunk)
 	}
 }
+
+// activateChunk is how many held pods start activates at once.
+const activateChunk = 128
 
 // EnableQueues turns on queue accounting under a policy. Proportion and
 // Capacity are alternatives: a second, different policy is an error.

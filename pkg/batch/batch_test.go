@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -73,8 +74,17 @@ func TestHoldUntilFirstList(t *testing.T) {
 	b := &Batch{Gangs: gangs, handle: fw, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
 
 	// The scheduler's pod informer is not started: its first list has not
-	// reached the gang state.
-	for _, p := range []*v1.Pod{solo, member} {
+	// reached the gang state. More pods than one activation takes at once
+	// are held (the informer need not know them for that).
+	held := []*v1.Pod{solo, member}
+	want := []string{"ns/job-0", "ns/solo"}
+	for i := range 2*activateChunk + 1 {
+		name := fmt.Sprintf("extra-%03d", i)
+		held = append(held, st.MakePod().Namespace("ns").Name(name).UID(name).Label(v1alpha1.LabelQueue, "team-a").Obj())
+		want = append(want, "ns/"+name)
+	}
+	slices.Sort(want)
+	for _, p := range held {
 		if !b.Hold(ctx, p) {
 			t.Fatalf("Hold(%s) = false before the gang state took in the first list, want true", p.Name)
 		}
@@ -90,7 +100,12 @@ func TestHoldUntilFirstList(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the held pods were not activated once the gang state took in the first list")
 	}
-	if diff := cmp.Diff([]string{"ns/job-0", "ns/solo"}, activated.names()); diff != "" {
+	// Activated in chunks: wait for the last.
+	deadline := time.Now().Add(15 * time.Second)
+	for len(activated.names()) < len(want) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if diff := cmp.Diff(want, activated.names()); diff != "" {
 		t.Errorf("activated pods (-want +got):\n%s", diff)
 	}
 	if b.Hold(ctx, later) {
