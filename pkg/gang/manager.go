@@ -61,11 +61,15 @@ type Manager struct {
 	// pods) and the Manager's of terminated pods. A pod leaves the first
 	// when it finishes, and may be in the second already: only its absence
 	// from both deletes it.
-	podStores   []cache.Store
-	podsSynced  cache.InformerSynced
-	listenersMu sync.Mutex
-	listeners   []listener
-	onWake      []func(Key, []*v1.Pod)
+	podStores  []cache.Store
+	podsSynced cache.InformerSynced
+	// podHandlers are told of the scheduler's pod events on the Manager's
+	// listener (AddPodHandler).
+	podHandlersMu sync.RWMutex
+	podHandlers   []cache.ResourceEventHandler
+	listenersMu   sync.Mutex
+	listeners     []listener
+	onWake        []func(Key, []*v1.Pod)
 	// refused holds the gangs that were invalid when a member was
 	// observed: their members wait at PreEnqueue until the gang is valid.
 	refused map[Key]bool
@@ -155,7 +159,7 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 		UpdateFunc: func(_, obj any) { m.updatePod(obj) },
 		DeleteFunc: m.unlistPod,
 	}
-	reg, err := c.Pods.AddEventHandler(handler)
+	reg, err := c.Pods.AddEventHandler(schedulerPods{m, handler})
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +210,51 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 		return nil, fmt.Errorf("gang informers did not sync")
 	}
 	return m, nil
+}
+
+// schedulerPods handles the events of the scheduler's pod informer: the
+// Manager's own handler, then the handlers added with AddPodHandler.
+type schedulerPods struct {
+	m   *Manager
+	own cache.ResourceEventHandler
+}
+
+func (s schedulerPods) OnAdd(obj any, initial bool) {
+	s.own.OnAdd(obj, initial)
+	s.m.forward(func(h cache.ResourceEventHandler) { h.OnAdd(obj, initial) })
+}
+
+func (s schedulerPods) OnUpdate(oldObj, newObj any) {
+	s.own.OnUpdate(oldObj, newObj)
+	s.m.forward(func(h cache.ResourceEventHandler) { h.OnUpdate(oldObj, newObj) })
+}
+
+func (s schedulerPods) OnDelete(obj any) {
+	s.own.OnDelete(obj)
+	s.m.forward(func(h cache.ResourceEventHandler) { h.OnDelete(obj) })
+}
+
+func (m *Manager) forward(f func(cache.ResourceEventHandler)) {
+	m.podHandlersMu.RLock()
+	defer m.podHandlersMu.RUnlock()
+	for _, h := range m.podHandlers {
+		f(h)
+	}
+}
+
+// AddPodHandler has h told of the events of the scheduler's pod informer
+// on the Manager's listener, after the Manager took each in: the API server
+// and the informer wake one goroutine per watcher and listener for every
+// pod event, so Muster listens once. h is told first of every pod the
+// informer holds already; events on their way may then bring it older
+// versions, each followed by the newer ones.
+func (m *Manager) AddPodHandler(h cache.ResourceEventHandler) {
+	m.podHandlersMu.Lock()
+	defer m.podHandlersMu.Unlock()
+	for _, obj := range m.podStores[0].List() {
+		h.OnAdd(obj, true)
+	}
+	m.podHandlers = append(m.podHandlers, h)
 }
 
 // trimTerminated trims a terminated pod to what the Manager reads: for a

@@ -69,7 +69,7 @@ func (s *sum) share() Vector {
 	return s.v
 }
 
-func newCluster(f informers.SharedInformerFactory) (*cluster, error) {
+func newCluster(f informers.SharedInformerFactory, gangs *gang.Manager) (*cluster, error) {
 	c := &cluster{
 		nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, seen: map[string]bool{},
 		allocatable: sum{v: Vector{}}, used: sum{v: Vector{}}, unmanaged: sum{v: Vector{}},
@@ -84,13 +84,13 @@ func newCluster(f informers.SharedInformerFactory) (*cluster, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	// The scheduler's pods through the gang state's listener: one fewer
+	// wake-up per pod event.
+	gangs.AddPodHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.setPod,
 		UpdateFunc: func(_, o any) { c.setPod(o) },
 		DeleteFunc: c.deletePod,
-	}); err != nil {
-		return nil, err
-	}
+	})
 	return c, nil
 }
 

@@ -204,9 +204,10 @@ func (snap *Snapshot) RangeGangs(f func(gang.Key, *Gang) bool) {
 }
 
 // NewState builds the accounting over the gang state, the Queue lister and
-// the scheduler's node and pod informers.
+// the scheduler's node informer; it takes the scheduler's pods from the
+// gang state (AddPodHandler).
 func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues musterlisters.QueueLister, schedulerInformers informers.SharedInformerFactory) (*State, error) {
-	c, err := newCluster(schedulerInformers)
+	c, err := newCluster(schedulerInformers, gangs)
 	if err != nil {
 		return nil, err
 	}
