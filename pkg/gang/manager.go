@@ -251,7 +251,7 @@ func (m *Manager) forward(f func(cache.ResourceEventHandler)) {
 func (m *Manager) AddPodHandler(h cache.ResourceEventHandler) {
 	m.podHandlersMu.Lock()
 	defer m.podHandlersMu.Unlock()
-	for _, obj := range m.podStores[0].List() {
+	for _, obj := range m.podStores[0].List() { // the scheduler's informer
 		h.OnAdd(obj, true)
 	}
 	m.podHandlers = append(m.podHandlers, h)
