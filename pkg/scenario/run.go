@@ -116,12 +116,14 @@ func runProfile(parent context.Context, s *Scenario, profile string, run int, op
 	}
 	defer stopWatch()
 
-	kubelet, err := simulator.StartKubelet(ctx, cp.Client, s.Speedup)
-	if err != nil {
-		return nil, err
+	if s.Cluster.kubelet() {
+		kubelet, err := simulator.StartKubelet(ctx, cp.Client, s.Speedup)
+		if err != nil {
+			return nil, err
+		}
+		defer kubelet.Wait()
+		defer cancel()
 	}
-	defer kubelet.Wait()
-	defer cancel()
 
 	dir, err := os.MkdirTemp("", "muster-bench")
 	if err != nil {

@@ -67,7 +67,17 @@ type Scenario struct {
 // Cluster is the simulated nodes, in groups of one shape.
 type Cluster struct {
 	Nodes []NodeGroup `yaml:"nodes"`
+	// Kubelet says whether the simulated kubelet runs the bound pods
+	// (default true). false leaves them bound and Pending, as
+	// kube-scheduler's scheduler_perf does: for throughput, where the
+	// kubelet's status writes would share the process's cores with the
+	// scheduler. Without it nothing completes and nothing being deleted
+	// goes away, so no workload may have a run time.
+	Kubelet *bool `yaml:"kubelet"`
 }
+
+// kubelet reports whether the simulated kubelet runs.
+func (c Cluster) kubelet() bool { return c.Kubelet == nil || *c.Kubelet }
 
 // NodeGroup is count nodes of one shape, named <name>-0, <name>-1, …
 type NodeGroup struct {

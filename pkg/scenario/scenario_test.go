@@ -119,6 +119,13 @@ func TestParseErrors(t *testing.T) {
 			wantErr: []string{"line 16: workloads[0].repeat: must not be negative", `line 23: workloads[0].runTime: must be a non-negative duration such as 30s or 2m (got "soon")`},
 		},
 		{
+			name: "run time without the kubelet",
+			edit: func(s string) string {
+				return strings.Replace(s, "    gpus: 8\n", "    gpus: 8\n  kubelet: false\n", 1)
+			},
+			wantErr: []string{"line 24: workloads[0].runTime: needs the simulated kubelet, which cluster.kubelet turns off"},
+		},
+		{
 			name:    "unknown queue",
 			edit:    func(s string) string { return strings.Replace(s, "queue: team-a", "queue: team-b", 1) },
 			wantErr: []string{`line 18: workloads[0].queue: no queue "team-b"`},

@@ -379,6 +379,9 @@ func (s *Scenario) validateWorkload(v *validator, i int, queues, names map[strin
 	w.every = v.duration(p.with("every"), w.Every, 0)
 	w.memberEvery = v.duration(p.with("memberEvery"), w.MemberEvery, 0)
 	w.runTime = v.duration(p.with("runTime"), w.RunTime, 0)
+	if w.RunTime != "" && !s.Cluster.kubelet() {
+		v.errorf(p.with("runTime"), "needs the simulated kubelet, which cluster.kubelet turns off")
+	}
 	if w.Repeat < 0 {
 		v.errorf(p.with("repeat"), "must not be negative (got %d)", w.Repeat)
 	}
