@@ -51,15 +51,14 @@ type Batch struct {
 
 	// stop is the scheduler's: closed when it stops.
 	stop <-chan struct{}
-	// startOnce starts the wait for the first lists (see Enqueued).
+	// startOnce starts the wait for the first lists (see Hold).
 	startOnce sync.Once
-	// startedCh is closed, and started set, once the gang state and the
-	// accounting took in the first lists; until then parked collects the
-	// managed pods PreEnqueue turned away, by namespace/name.
-	startedCh chan struct{}
-	started   atomic.Bool
 	startMu   sync.Mutex
-	parked    map[string]*v1.Pod
+	// started is set once the gang state and the accounting took in the
+	// first lists; until then held collects the managed pods PreEnqueue
+	// held back, by namespace/name.
+	started bool
+	held    map[string]*v1.Pod
 }
 
 var (
@@ -88,8 +87,7 @@ func For(ctx context.Context, h framework.Handle) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newBatch(m, h, ctx.Done())
-	b.clients = clients
+	b := &Batch{Gangs: m, handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
 	logger := klog.FromContext(ctx)
 	if err := b.startControllers(ctx); err != nil {
 		return nil, err
@@ -105,73 +103,35 @@ func For(ctx context.Context, h framework.Handle) (*Batch, error) {
 	return b, nil
 }
 
-func newBatch(gangs *gang.Manager, h framework.Handle, stop <-chan struct{}) *Batch {
-	return &Batch{Gangs: gangs, handle: h, queuesOn: make(chan struct{}), stop: stop, startedCh: make(chan struct{}), parked: map[string]*v1.Pod{}}
-}
-
-// Enqueued is called by PreEnqueue for every managed pod (one in a gang or
-// a queue), with whether PreEnqueue turned it away (its gang is not valid
-// yet). The first call starts the scheduler's batch work: the scheduling
-// queue exists from then on, and the framework's pod activator is wired
-// (after the plugins are built).
+// Hold is called by PreEnqueue for every managed pod (one in a gang or a
+// queue); it reports whether the pod must wait. The first call starts the
+// scheduler's batch work: the scheduling queue exists from then on, and the
+// framework's pod activator is wired (after the plugins are built).
 //
-// The start waits until the gang state has every pod of the scheduler's
-// first list and, with queues on, the accounting every node (a few
-// milliseconds after the first call, at most 10 s). Meanwhile managed pods
-// are queued as they come, and the first of them to reach PreFilter waits
-// there for the start (AwaitStart): kube-scheduler itself schedules nothing
-// before its own handlers took in the first list, which is about when the
-// gang state has too. Queueing them meanwhile, rather than holding them
-// back to activate them all at the start, spares the scheduling queue that
-// burst and the scheduler one 100 ms poll of its handlers' sync.
+// Until the gang state has every pod of the scheduler's first list and,
+// with queues on, the accounting every node (a few milliseconds after the
+// first call, at most 10 s), managed pods are held back, and then
+// activated all at once: QueueSort orders them by gang and queue figures,
+// and the scheduling queue orders each pod once, when it is added. The
+// scheduler's informer handler is not blocked meanwhile, so pods in no gang
+// and no queue are queued and scheduled as the stock scheduler would.
 //
-// A pod turned away before the start is activated at the start: the event
-// that makes its gang valid may come before the gang state's wake-ups are
-// wired. From then on, a gang that becomes valid or ready has its pending
-// members activated: the queue may have checked them against an older
-// view of the gang and parked them.
-func (b *Batch) Enqueued(ctx context.Context, pod *v1.Pod, turnedAway bool) {
-	if b.started.Load() {
-		return
-	}
+// From then on, a gang that becomes valid or ready has its pending
+// members activated: the queue may have checked them against an older view
+// of the gang and parked them.
+func (b *Batch) Hold(ctx context.Context, pod *v1.Pod) bool {
 	b.startOnce.Do(func() { go b.start(klog.FromContext(ctx)) })
-	if !turnedAway {
-		return
-	}
 	b.startMu.Lock()
-	parked := b.parked != nil
-	if parked {
-		b.parked[pod.Namespace+"/"+pod.Name] = pod
+	defer b.startMu.Unlock()
+	if b.started {
+		return false
 	}
-	b.startMu.Unlock()
-	if !parked {
-		// Started since the check above, perhaps after the gang's wake-up
-		// went unheard. Activate once the scheduling queue, which holds
-		// its lock while it calls PreEnqueue, has parked the pod.
-		go b.handle.Activate(klog.FromContext(ctx), map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
-	}
+	b.held[pod.Namespace+"/"+pod.Name] = pod
+	return true
 }
 
-// AwaitStart blocks a managed pod's PreFilter until the gang state and the
-// accounting took in the first lists (see Enqueued): admission, ordering
-// and gang plans mean nothing before. Pods in no gang and no queue do not
-// wait. It returns ctx's error if ctx ends first.
-func (b *Batch) AwaitStart(ctx context.Context) error {
-	if b.started.Load() {
-		return nil
-	}
-	b.startOnce.Do(func() { go b.start(klog.FromContext(ctx)) })
-	select {
-	case <-b.startedCh:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// start waits for the first lists, then activates the pods PreEnqueue
-// turned away meanwhile, and from then on every gang's pending members
-// when the gang becomes valid or ready.
+// start waits for the first lists, then activates the pods Hold held back,
+// and every gang's pending members when the gang becomes valid or ready.
 func (b *Batch) start(logger klog.Logger) {
 	ctx, cancel := context.WithTimeout(wait.ContextForChannel(b.stop), 10*time.Second)
 	defer cancel()
@@ -192,18 +152,17 @@ func (b *Batch) start(logger klog.Logger) {
 		b.handle.Activate(logger, pods)
 	})
 	b.startMu.Lock()
-	parked := b.parked
-	b.parked = nil
-	b.started.Store(true)
-	close(b.startedCh)
+	b.started = true
+	held := b.held
+	b.held = nil
 	b.startMu.Unlock()
-	logger.V(2).Info("Gang state and queue accounting took in the first lists: activating the pods turned away meanwhile", "pods", len(parked), "synced", ctx.Err() == nil)
+	logger.V(2).Info("Gang state and queue accounting took in the first lists: activating the pods held back", "pods", len(held), "synced", ctx.Err() == nil)
 	// In chunks: Activate holds the scheduling queue's lock throughout and
 	// runs PreEnqueue and QueueSort for every pod (tens of microseconds a
-	// pod), and the scheduler, which is popping already, should not wait
-	// for all of them.
+	// pod), and the scheduler, which may be popping already, should get
+	// its first pods after the first chunk, not after all of them.
 	chunk := make(map[string]*v1.Pod, activateChunk)
-	for k, p := range parked {
+	for k, p := range held {
 		chunk[k] = p
 		if len(chunk) == activateChunk {
 			b.handle.Activate(logger, chunk)

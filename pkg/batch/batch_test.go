@@ -1,8 +1,6 @@
 package batch
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -51,18 +49,15 @@ func (a *activations) names() []string {
 	return slices.Sorted(maps.Keys(a.pods))
 }
 
-// TestStartAfterFirstList checks the scheduler's start: while the gang
-// state has not taken in the scheduler's first list of pods, PreFilter's
-// AwaitStart waits and the pods PreEnqueue turned away are kept; once it
-// has, AwaitStart returns and exactly those pods are activated (in
-// chunks); after the start nothing is kept.
-func TestStartAfterFirstList(t *testing.T) {
+// TestHoldUntilFirstList checks that PreEnqueue's Hold keeps managed pods
+// back while the gang state has not taken in the scheduler's first list of
+// pods, activates them all once it has, and holds nothing after.
+func TestHoldUntilFirstList(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	solo := st.MakePod().Namespace("ns").Name("solo").UID("solo").Label(v1alpha1.LabelQueue, "team-a").Obj()
-	member := st.MakePod().Namespace("ns").Name("job-0").UID("job-0").Label(v1alpha1.LabelPodGroup, "job").Label(v1alpha1.LabelMinAvailable, "2").Obj()
-	queued := st.MakePod().Namespace("ns").Name("queued").UID("queued").Label(v1alpha1.LabelQueue, "team-a").Obj()
-	later := st.MakePod().Namespace("ns").Name("later").UID("later").Label(v1alpha1.LabelPodGroup, "job").Label(v1alpha1.LabelMinAvailable, "2").Obj()
-	kube := kubefake.NewClientset(solo, member, queued)
+	member := st.MakePod().Namespace("ns").Name("job-0").UID("job-0").Label(v1alpha1.LabelPodGroup, "job").Label(v1alpha1.LabelMinAvailable, "1").Obj()
+	later := st.MakePod().Namespace("ns").Name("later").UID("later").Label(v1alpha1.LabelQueue, "team-a").Obj()
+	kube := kubefake.NewClientset(solo, member)
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	gangs, err := gang.NewManager(ctx, gang.Clients{Kube: kube, Muster: musterfake.NewSimpleClientset(), Pods: factory.Core().V1().Pods().Informer()})
 	if err != nil {
@@ -76,47 +71,44 @@ func TestStartAfterFirstList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBatch(gangs, fw, ctx.Done())
+	b := &Batch{Gangs: gangs, handle: fw, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
 
 	// The scheduler's pod informer is not started: its first list has not
 	// reached the gang state. More pods than one activation takes at once
-	// are turned away (the informer need not know them for that).
-	turnedAway := []*v1.Pod{solo, member}
+	// are held (the informer need not know them for that).
+	held := []*v1.Pod{solo, member}
 	want := []string{"ns/job-0", "ns/solo"}
 	for i := range 2*activateChunk + 1 {
 		name := fmt.Sprintf("extra-%03d", i)
-		turnedAway = append(turnedAway, st.MakePod().Namespace("ns").Name(name).UID(name).Label(v1alpha1.LabelQueue, "team-a").Obj())
+		held = append(held, st.MakePod().Namespace("ns").Name(name).UID(name).Label(v1alpha1.LabelQueue, "team-a").Obj())
 		want = append(want, "ns/"+name)
 	}
 	slices.Sort(want)
-	b.Enqueued(ctx, queued, false)
-	for _, p := range turnedAway {
-		b.Enqueued(ctx, p, true)
+	for _, p := range held {
+		if !b.Hold(ctx, p) {
+			t.Fatalf("Hold(%s) = false before the gang state took in the first list, want true", p.Name)
+		}
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond) // start polls every 2 ms
-	err = b.AwaitStart(waitCtx)
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("AwaitStart before the gang state took in the first list = %v, want it to wait until its context ends", err)
-	}
+	time.Sleep(50 * time.Millisecond) // start polls every 2 ms
 	if got := activated.names(); len(got) != 0 {
 		t.Fatalf("activated %v before the gang state took in the first list", got)
 	}
 
 	factory.Start(ctx.Done())
-	waitCtx, cancel = context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := b.AwaitStart(waitCtx); err != nil {
-		t.Fatalf("AwaitStart once the informer runs: %v", err)
+	select {
+	case <-activated.got:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held pods were not activated once the gang state took in the first list")
 	}
 	// Activated in chunks: wait for the last.
 	deadline := time.Now().Add(15 * time.Second)
 	for len(activated.names()) < len(want) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	b.Enqueued(ctx, later, true) // the gang state's wake-ups are wired now
-	time.Sleep(20 * time.Millisecond)
 	if diff := cmp.Diff(want, activated.names()); diff != "" {
 		t.Errorf("activated pods (-want +got):\n%s", diff)
+	}
+	if b.Hold(ctx, later) {
+		t.Error("Hold(later) = true after the start, want false")
 	}
 }

@@ -89,11 +89,13 @@ func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if _, ok := keyOf(pod); !ok {
 		return nil // not a gang's: PreEnqueue costs it nothing
 	}
+	if pl.batch.Hold(ctx, pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the gang state to take in the cluster's pods (scheduler start)")
+	}
 	key, s, ok := pl.manager.Observe(pod)
 	if !ok {
 		return nil
 	}
-	pl.batch.Enqueued(ctx, pod, s.Invalid != "")
 	if s.Invalid != "" {
 		klog.FromContext(ctx).V(5).Info("Gang not valid yet", "pod", klog.KObj(pod), "gang", key, "reason", s.Invalid)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gang "+key.Namespace+"/"+key.Name+": "+s.Invalid)

@@ -26,9 +26,6 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if err := pl.batch.AwaitStart(ctx); err != nil {
-		return nil, fwk.AsStatus(err)
-	}
 	logger := klog.FromContext(ctx)
 	s := pl.manager.Status(key)
 	if s.Invalid != "" {

@@ -37,7 +37,6 @@ const (
 // Plugin enforces one queue policy.
 type Plugin struct {
 	name     string
-	batch    *batch.Batch
 	gangs    *gang.Manager
 	state    *queue.State
 	placer   *placement.Placer
@@ -96,7 +95,7 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 	}
 	pdbLister := h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	pl := &Plugin{
-		name: name, batch: b, gangs: b.Gangs, state: s, drfPreemption: drfPreemption,
+		name: name, gangs: b.Gangs, state: s, drfPreemption: drfPreemption,
 		placer:   &placement.Placer{Handle: h, Framework: fw},
 		client:   h.ClientSet(),
 		recorder: b.Recorder(),
@@ -136,9 +135,6 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	key, ok := gang.KeyOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
-	}
-	if err := pl.batch.AwaitStart(ctx); err != nil {
-		return nil, fwk.AsStatus(err)
 	}
 	st := pl.gangs.Status(key)
 	if st.Invalid != "" {
