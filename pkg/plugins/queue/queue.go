@@ -115,9 +115,7 @@ func newPlugin(ctx context.Context, h framework.Handle, name string, policy queu
 			return out, nil
 		}),
 	}
-	if pl.records, err = recordsFor(ctx, s, b.Gangs, h); err != nil {
-		return nil, err
-	}
+	pl.records = recordsFor(ctx, s, b.Gangs, h)
 	return pl, nil
 }
 

@@ -47,7 +47,7 @@ var recordsByState sync.Map // *queue.State → *records
 // recordsFor returns the records shared by the plugins over state s, made
 // on the first call, which also watches pod deletions for them; they are
 // dropped when ctx (the scheduler's) ends.
-func recordsFor(ctx context.Context, s *queue.State, gangs *gang.Manager, h framework.Handle) (*records, error) {
+func recordsFor(ctx context.Context, s *queue.State, gangs *gang.Manager, h framework.Handle) *records {
 	fresh := &records{
 		gangs: gangs, handle: h, logger: klog.FromContext(ctx),
 		evicted: map[gang.Key][]victim{}, evicting: map[types.UID]unit{},
@@ -56,18 +56,17 @@ func recordsFor(ctx context.Context, s *queue.State, gangs *gang.Manager, h fram
 	v, loaded := recordsByState.LoadOrStore(s, fresh)
 	r := v.(*records)
 	if loaded {
-		return r, nil
+		return r
 	}
-	_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: r.victimDeleted})
-	if err != nil {
-		recordsByState.Delete(s)
-		return nil, err
-	}
+	// Through the gang state's listener, not one of its own: the informer
+	// hands every pod event to each listener's goroutine in turn, and at
+	// the start that slows the first list (see gang.Manager.AddPodHandler).
+	gangs.AddPodHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: r.victimDeleted})
 	go func() {
 		<-ctx.Done()
 		recordsByState.Delete(s)
 	}()
-	return r, nil
+	return r
 }
 
 // prune forgets the gangs whose victims are all gone, from the informer
