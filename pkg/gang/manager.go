@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -518,7 +519,7 @@ func usageMoved(old, pod *v1.Pod, oldReq, req v1.ResourceList) bool {
 		corev1helpers.PodPriority(old) != corev1helpers.PodPriority(pod) ||
 		RoleOf(old) != RoleOf(pod) ||
 		!maps.Equal(old.Labels, pod.Labels) ||
-		!quantitiesEqual(oldReq, req)
+		!quotav1.Equals(oldReq, req)
 }
 
 // finishedAs is the phase of a finished pod, "" for a live one.
@@ -527,18 +528,6 @@ func finishedAs(pod *v1.Pod) v1.PodPhase {
 		return p
 	}
 	return ""
-}
-
-func quantitiesEqual(a, b v1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, q := range a {
-		if r, ok := b[k]; !ok || q.Cmp(r) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // unlistPod handles a pod that left one of the Manager's informers:
