@@ -83,18 +83,19 @@ func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.
 	if byRole {
 		s.LiveByRole, s.PlacedByRole = map[string]int32{}, map[string]int32{}
 	}
+	var allocated, bound, pending resourceSum
 	for uid, p := range members {
 		finished := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 		_, isReserved := reserved[uid]
 		switch {
 		case finished || p.DeletionTimestamp != nil:
 		case p.Spec.NodeName != "":
-			s.Bound = addList(s.Bound, requests[uid])
-			s.Allocated = addList(s.Allocated, requests[uid])
+			bound.add(requests[uid])
+			allocated.add(requests[uid])
 		case isReserved:
-			s.Allocated = addList(s.Allocated, requests[uid])
+			allocated.add(requests[uid])
 		default:
-			s.Pending = addList(s.Pending, requests[uid])
+			pending.add(requests[uid])
 		}
 		s.Members++
 		role := ""
@@ -130,6 +131,7 @@ func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.
 			}
 		}
 	}
+	s.Allocated, s.Bound, s.Pending = allocated.list, bound.list, pending.list
 	s.MinResources = spec.MinResources
 	if len(s.MinResources) == 0 && specErr == nil {
 		s.MinResources = deriveMinResources(members, spec, requests)
@@ -160,7 +162,7 @@ func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[t
 		}
 	}
 	slices.SortFunc(live, compareMembers)
-	var out v1.ResourceList
+	var out resourceSum
 	need := spec.MinMember
 	var taken map[types.UID]bool
 	if len(spec.MinTaskMember) > 0 {
@@ -171,7 +173,7 @@ func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[t
 				roleNeed[r]--
 				need--
 				taken[p.UID] = true
-				out = addList(out, requests[p.UID])
+				out.add(requests[p.UID])
 			}
 		}
 	}
@@ -181,21 +183,33 @@ func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[t
 		}
 		if !taken[p.UID] {
 			need--
-			out = addList(out, requests[p.UID])
+			out.add(requests[p.UID])
 		}
 	}
-	return out
+	return out.list
 }
 
-// addList adds add into sum, which it makes if it is nil, and returns it.
-func addList(sum, add v1.ResourceList) v1.ResourceList {
-	if sum == nil && len(add) > 0 {
-		sum = make(v1.ResourceList, len(add))
+// resourceSum sums resource lists. A sum of one list is that list, not a
+// copy: like the rest of a Status, it is read only, and most gangs are a
+// pod of their own. nil when nothing was added.
+type resourceSum struct {
+	list  v1.ResourceList
+	owned bool
+}
+
+func (s *resourceSum) add(add v1.ResourceList) {
+	switch {
+	case len(add) == 0:
+		return
+	case s.list == nil:
+		s.list = add
+		return
+	case !s.owned:
+		s.list, s.owned = s.list.DeepCopy(), true
 	}
 	for name, q := range add {
-		cur := sum[name]
+		cur := s.list[name]
 		cur.Add(q)
-		sum[name] = cur
+		s.list[name] = cur
 	}
-	return sum
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -39,6 +42,46 @@ func BenchmarkComputeStatus(b *testing.B) {
 				if s.Invalid != "" || s.Ready() {
 					b.Fatalf("status %+v", s)
 				}
+			}
+		})
+	}
+}
+
+// TestResourceSum checks that a sum is right and leaves the lists it adds
+// unchanged, though a sum of one list is that list.
+func TestResourceSum(t *testing.T) {
+	list := func(cpu, mem string) v1.ResourceList {
+		l := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+		if mem != "" {
+			l[v1.ResourceMemory] = resource.MustParse(mem)
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name string
+		add  []v1.ResourceList
+		want v1.ResourceList
+	}{
+		{name: "none"},
+		{name: "empty lists", add: []v1.ResourceList{nil, {}}},
+		{name: "one", add: []v1.ResourceList{list("1", "2Gi")}, want: list("1", "2Gi")},
+		{name: "two", add: []v1.ResourceList{list("1", "2Gi"), list("500m", "")}, want: list("1500m", "2Gi")},
+		{name: "three, a fraction", add: []v1.ResourceList{list("1", ""), list("1", "1Gi"), list("0.3", "1Gi")}, want: list("2300m", "2Gi")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before []v1.ResourceList
+			for _, l := range tc.add {
+				before = append(before, l.DeepCopy())
+			}
+			var s resourceSum
+			for _, l := range tc.add {
+				s.add(l)
+			}
+			if diff := cmp.Diff(tc.want, s.list, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+				t.Errorf("sum (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.add); diff != "" {
+				t.Errorf("the lists added changed (-before +after):\n%s", diff)
 			}
 		})
 	}
