@@ -12,14 +12,27 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 HELM_VERSION := v3.19.0
 HELM := $(BIN)/helm-$(HELM_VERSION)
 
+# The binaries report the Kubernetes release they are built on as their
+# version (muster-scheduler --version), as kube-scheduler does: component-base
+# derives the emulated Kubernetes version and feature gates from it, so it
+# must be that release, not Muster's. The commit says which Muster it is.
+KUBE_VERSION := $(shell go list -m -f '{{.Version}}' k8s.io/kubernetes)
+VERSION_PKG := k8s.io/component-base/version
+VERSION_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION) \
+	-X $(VERSION_PKG).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) \
+	-X $(VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X $(VERSION_PKG).gitCommit=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).gitTreeState=$(shell git diff --quiet HEAD 2>/dev/null && echo clean || echo dirty) \
+	-X $(VERSION_PKG).buildDate=$(shell git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+
 GO_TEST_FLAGS ?=
 # Integration suites start one in-process control plane per test binary.
 INTEGRATION_TIMEOUT ?= 20m
 
 .PHONY: build
 build: ## Build muster-scheduler and the muster CLI into ./bin.
-	go build -o $(BIN)/muster-scheduler ./cmd/muster-scheduler
-	go build -o $(BIN)/muster ./cmd/muster
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/muster-scheduler ./cmd/muster-scheduler
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/muster ./cmd/muster
 
 .PHONY: test
 test: test-unit test-integration ## Unit and integration tests.
@@ -43,7 +56,7 @@ IMAGE_DIR := _output/image
 .PHONY: image
 image: ## Build the container image into _output/image (no Docker needed).
 	CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(IMAGE_PLATFORM))) GOARCH=$(word 2,$(subst /, ,$(IMAGE_PLATFORM))) \
-		go build -trimpath -ldflags "-s -w" -o $(IMAGE_DIR)/muster-scheduler ./cmd/muster-scheduler
+		go build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_DIR)/muster-scheduler ./cmd/muster-scheduler
 	cd hack/image && go vet . && go run . --binary $(ROOT)/$(IMAGE_DIR)/muster-scheduler \
 		--out $(ROOT)/$(IMAGE_DIR) --tag $(IMAGE) --platform $(IMAGE_PLATFORM)
 	if [ "$(IMAGE_PLATFORM)" = "$$(go env GOOS)/$$(go env GOARCH)" ]; then $(IMAGE_DIR)/muster-scheduler --version; fi
