@@ -99,15 +99,30 @@ type group struct {
 	// createdAt caches the gang's creation time (creationTime), which
 	// QueueSort reads for both pods of every comparison; cleared with status.
 	createdAt atomic.Pointer[time.Time]
+	// stamp is handed out with positions read since the last change; it
+	// goes stale with the next.
+	stamp atomic.Pointer[Stamp]
 }
 
-// changed drops the cached status, ranks and creation time. m.mu held for
-// writing.
+// changed drops the cached status, ranks and creation time, and stales the
+// positions handed out. m.mu held for writing.
 func (g *group) changed() {
 	g.status.Store(nil)
 	g.ranks.Store(nil)
 	g.createdAt.Store(nil)
+	if s := g.stamp.Swap(nil); s != nil {
+		s.stale.Store(true)
+	}
 }
+
+// Stamp tells whether a Position still says what the gang state would say
+// now: it goes stale with the next change of the gang (members, their
+// reservations, plan, failure, PodGroup).
+type Stamp struct{ stale atomic.Bool }
+
+// Current reports whether the gang has not changed since; a nil Stamp
+// (a gang not known yet) never is.
+func (s *Stamp) Current() bool { return s != nil && !s.stale.Load() }
 
 // Plan is where a gang's pending members go: decided for the whole gang on
 // one snapshot before any of them reserves.
@@ -841,7 +856,8 @@ func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
 // DropPlan forgets the gang's plan.
 func (m *Manager) DropPlan(key Key) {
 	m.mu.Lock()
-	if g := m.groups[key]; g != nil {
+	if g := m.groups[key]; g != nil && g.plan != nil {
+		g.changed()
 		g.plan = nil
 	}
 	m.mu.Unlock()
@@ -991,6 +1007,8 @@ func compareMembers(a, b *v1.Pod) int {
 // Position is what QueueSort reads of a member's gang: where the member
 // stands in it, and the gang's status, plan and creation time.
 type Position struct {
+	// Stamp says whether the gang changed since (nil: a gang not known).
+	Stamp *Stamp
 	// Status is the gang's (shared: read only); nil unless asked for.
 	Status *Status
 	// Pending reports whether the gang state knows the member as pending;
@@ -1003,22 +1021,33 @@ type Position struct {
 	Need int32
 	// Requests are the member's own (shared: read only).
 	Requests v1.ResourceList
-	// Placing reports whether the gang's placement plan is being carried
-	// out (see Placing).
-	Placing bool
+	// Plan is when the gang's placement plan was made; zero without one.
+	Plan time.Time
 	// Created is the gang's creation time (see CreationTime).
 	Created time.Time
 }
 
-// Position returns what QueueSort reads of member uid's gang at time now;
-// the status and the member's rank only withStatus (they are computed
-// again after every change of the gang). The gang state is read under one
-// lock: QueueSort calls this for both pods of every comparison.
-func (m *Manager) Position(key Key, uid types.UID, now time.Time, withStatus bool) Position {
+// Placing reports whether the gang's placement plan is being carried out
+// at now (see Manager.Placing).
+func (p *Position) Placing(now time.Time) bool {
+	return !p.Plan.IsZero() && now.Sub(p.Plan) <= PlanTTL
+}
+
+// Position returns what QueueSort reads of member uid's gang; the status
+// and the member's rank only withStatus (they are computed again after
+// every change of the gang). The gang state is read under one lock, and
+// what it returns holds while pos.Stamp is current.
+func (m *Manager) Position(key Key, uid types.UID, withStatus bool) Position {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	g := m.groups[key]
-	pos := Position{Created: m.creationTimeLocked(key, g), Placing: g.placing(now)}
+	pos := Position{Created: m.creationTimeLocked(key, g)}
+	if g != nil {
+		pos.Stamp = g.stampLocked()
+		if g.plan != nil {
+			pos.Plan = g.plan.Created
+		}
+	}
 	if !withStatus {
 		return pos
 	}
@@ -1041,6 +1070,16 @@ func (m *Manager) Position(key Key, uid types.UID, now time.Time, withStatus boo
 	r, pos.Pending = (*ranks)[uid]
 	pos.Rank, pos.Requests = r.index, r.requests
 	return pos
+}
+
+// stampLocked is g's current stamp. m.mu held for reading at least:
+// readers may race to make it, and all get the one that won.
+func (g *group) stampLocked() *Stamp {
+	if s := g.stamp.Load(); s != nil {
+		return s
+	}
+	g.stamp.CompareAndSwap(nil, &Stamp{})
+	return g.stamp.Load()
 }
 
 // rank is where a pending member stands in its gang (see Position).

@@ -130,10 +130,6 @@ func (c *cluster) waitForNodes(ctx context.Context) {
 	})
 }
 
-// latestAllocatable is the allocatable of the schedulable nodes, without
-// locking. Read only.
-func (c *cluster) latestAllocatable() Vector { return *c.latest.Load() }
-
 func (c *cluster) setNode(obj any) {
 	n, ok := obj.(*v1.Node)
 	if !ok {

@@ -8,40 +8,32 @@ import (
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
-// Order compares members of two different gangs, at positions a and b, by
-// their queues and gangs, as QueueSort orders them between the gangs'
-// priority and their creation: the higher queue priority, then the queue
-// least into its share, then the members a gang needs to start, then the
-// lowest projected dominant share (DRF). decided is false when they tie.
-// Queue figures come from the last snapshot; a and b need their statuses.
-func (s *State) Order(a, b *gang.Position) (less, decided bool) {
-	snap := s.Last()
-	if snap == nil {
-		return false, false
-	}
-	if qa, qb := QueueOf(a.Status), QueueOf(b.Status); qa != qb {
-		fa, fb := snap.Queues[qa], snap.Queues[qb]
-		if fa != nil && fb != nil {
-			if fa.Priority != fb.Priority {
-				return fa.Priority > fb.Priority, true
-			}
-			if sa, sb := fa.Share(), fb.Share(); sa != sb {
-				return sa < sb, true
-			}
+// Order compares members of two different gangs by their queues and
+// gangs, as QueueSort orders them between the gangs' priority and their
+// creation: the higher queue priority, then the queue least into its
+// share, then the members a gang needs to start, then the lowest projected
+// dominant share (DRF). qa and qb are the members' queues in the last
+// snapshot (nil: not in it), pa and pb their projections. decided is false
+// when they tie.
+func Order(qa, qb *Figures, pa, pb Projection) (less, decided bool) {
+	if qa != qb && qa != nil && qb != nil {
+		if qa.Priority != qb.Priority {
+			return qa.Priority > qb.Priority, true
+		}
+		if sa, sb := qa.Share(), qb.Share(); sa != sb {
+			return sa < sb, true
 		}
 	}
-	sharea, starta := s.projection(a)
-	shareb, startb := s.projection(b)
-	if starta != startb {
-		return starta, true
+	if pa.Start != pb.Start {
+		return pa.Start, true
 	}
-	if sharea != shareb {
-		return sharea < shareb, true
+	if pa.Share != pb.Share {
+		return pa.Share < pb.Share, true
 	}
 	return false, false
 }
 
-// projection is the dominant share the member's gang will have once the
+// Projection is the dominant share a member's gang will have once the
 // member is placed (DRF), and whether the member is one of those the gang
 // still needs to start. A gang's starting members all stand at the share
 // it will have when ready, so they stay together; each member beyond
@@ -49,26 +41,38 @@ func (s *State) Order(a, b *gang.Position) (less, decided bool) {
 // allocated plus the members ahead of this one, so it does not move while
 // the gang's members are placed one by one — the scheduling queue orders
 // a pod once, when it is added.
-func (s *State) projection(pos *gang.Position) (float64, bool) {
+type Projection struct {
+	Share float64
+	Start bool
+	// against is the cluster's allocatable it was computed against.
+	against *Vector
+}
+
+// Project is the projection of the member at pos, which needs its status.
+func (s *State) Project(pos *gang.Position) Projection {
+	total := s.cluster.latest.Load()
 	if !pos.Pending {
-		return s.ProjectedShare(pos.Status.Allocated, nil, 0), !pos.Status.Ready()
+		return Projection{Share: projectedShare(*total, pos.Status.Allocated, nil, 0), Start: !pos.Status.Ready(), against: total}
 	}
 	start := int32(pos.Rank) < pos.Need
 	n := pos.Rank + 1
 	if start {
 		n = int(pos.Need)
 	}
-	return s.ProjectedShare(pos.Status.Allocated, pos.Requests, n), start
+	return Projection{Share: projectedShare(*total, pos.Status.Allocated, pos.Requests, n), Start: start, against: total}
 }
 
-// ProjectedShare is the dominant share of a gang allocated allocated once
+// Current reports whether p was computed against the cluster's allocatable
+// as it is now: with the member's position unchanged, p still holds.
+func (s *State) Current(p Projection) bool { return p.against == s.cluster.latest.Load() }
+
+// projectedShare is the dominant share of a gang allocated allocated once
 // n more pods of requests are placed: max over resources of
-// (allocated + n·requests)/allocatable, against the cluster's allocatable
-// as it is now (not a snapshot's), for QueueSort. Only the resources the
+// (allocated + n·requests)/total; for QueueSort, total is the cluster's
+// allocatable as it is now (not a snapshot's). Only the resources the
 // gang holds or asks for can raise it above 0, so only those are looked at:
 // fewer than the nodes have, as a rule.
-func (s *State) ProjectedShare(allocated, requests v1.ResourceList, n int) float64 {
-	total := s.cluster.latestAllocatable()
+func projectedShare(total Vector, allocated, requests v1.ResourceList, n int) float64 {
 	share := 0.0
 	ratio := func(name v1.ResourceName, a int64) {
 		if t := total[name]; t > 0 {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// TestProjectedShare checks ProjectedShare, which looks only at the
+// TestProjectedShare checks projectedShare, which looks only at the
 // resources a gang holds or asks for, against its definition: max over
 // every allocatable resource of (allocated + n·requests)/allocatable.
 func TestProjectedShare(t *testing.T) {
@@ -43,16 +43,14 @@ func TestProjectedShare(t *testing.T) {
 		{"allocated and requests add up", list("cpu", "2"), list("cpu", "1", "nvidia.com/gpu", "1"), 2, 0.5},
 		{"a resource no node has is left out", list("example.com/fpga", "3"), list("example.com/none", "1", "cpu", "1"), 1, 0.1},
 	}
-	s := &State{cluster: &cluster{}}
-	s.cluster.latest.Store(&allocatable)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := s.ProjectedShare(tc.allocated, tc.requests, tc.n)
+			got := projectedShare(allocatable, tc.allocated, tc.requests, tc.n)
 			if math.Abs(got-tc.want) > 1e-12 {
-				t.Errorf("ProjectedShare = %v, want %v", got, tc.want)
+				t.Errorf("projectedShare = %v, want %v", got, tc.want)
 			}
 			if def := definition(tc.allocated, tc.requests, tc.n); math.Abs(got-def) > 1e-12 {
-				t.Errorf("ProjectedShare = %v, its definition gives %v", got, def)
+				t.Errorf("projectedShare = %v, its definition gives %v", got, def)
 			}
 		})
 	}

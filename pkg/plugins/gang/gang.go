@@ -21,6 +21,7 @@ import (
 	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/gang"
 	"github.com/muster-sched/muster/pkg/placement"
+	"github.com/muster-sched/muster/pkg/queue"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -36,6 +37,10 @@ type Gang struct {
 	timeout    time.Duration
 	now        func() time.Time
 	schedulers map[string]bool
+	// queues is the queue accounting, nil while no queue policy is on.
+	queues func() *queue.State
+	// orders keeps what QueueSort read of each member (see Less).
+	orders *orders
 }
 
 var (
@@ -74,6 +79,8 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 		manager:   b.Gangs,
 		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,
 		now:       time.Now,
+		queues:    b.Queues,
+		orders:    newOrders(),
 	}, nil
 }
 

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/queue"
 )
 
 // Less orders the whole scheduling queue. Two pods in no gang compare
@@ -19,68 +21,105 @@ import (
 // is on: the higher queue priority, the queue least into its share, the
 // members a gang needs to start, and the lowest projected dominant share
 // (DRF) go first. Shares are read from the last accounting snapshot.
+//
+// What Less reads of a member is kept between comparisons (see orders)
+// while it holds: the scheduling queue compares the pod it sifts about
+// twenty times per pop, and most gangs do not change between pops.
 func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	podA, podB := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
 	if pa, pb := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); pa != pb {
 		return pa > pb
 	}
-	ka, oka := keyOf(podA)
-	kb, okb := keyOf(podB)
+	pl.orders.lock()
+	defer pl.orders.unlock()
+	var scratchA, scratchB order
+	oa, ob := pl.orders.entry(podA, &scratchA), pl.orders.entry(podB, &scratchB)
 	switch {
-	case !oka && !okb:
+	case !oa.inGang && !ob.inGang:
 		return a.GetTimestamp().Before(b.GetTimestamp()) // PrioritySort
-	case oka && okb && ka == kb:
+	case oa.inGang && ob.inGang && oa.key == ob.key:
 		return gang.MemberBefore(podA, podB)
 	}
-	// Each side's gang is read once, under one lock; its status only
-	// when queues order the two.
-	now := pl.now()
-	byQueue := oka && okb && pl.batch.Queues() != nil
-	var posa, posb gang.Position
-	if oka {
-		posa = pl.manager.Position(ka, podA.UID, now, byQueue)
+	var qs *queue.State
+	if pl.queues != nil {
+		qs = pl.queues()
 	}
-	if okb {
-		posb = pl.manager.Position(kb, podB.UID, now, byQueue)
+	// Queues order two members; their statuses are read only then.
+	byQueue := oa.inGang && ob.inGang && qs != nil
+	var snap *queue.Snapshot
+	if byQueue {
+		snap = qs.Last()
+	}
+	if oa.inGang {
+		pl.refreshOrder(oa, podA.UID, byQueue, qs, snap)
+	}
+	if ob.inGang {
+		pl.refreshOrder(ob, podB.UID, byQueue, qs, snap)
 	}
 	// A gang being placed goes first: its plan holds for the snapshot it
 	// was made on, and each pod placed in between can spoil it.
-	if posa.Placing != posb.Placing {
-		return posa.Placing
+	if !oa.pos.Plan.IsZero() || !ob.pos.Plan.IsZero() {
+		now := pl.now()
+		if pa, pb := oa.pos.Placing(now), ob.pos.Placing(now); pa != pb {
+			return pa
+		}
 	}
-	if byQueue {
-		if less, decided := pl.batch.Queues().Order(&posa, &posb); decided {
+	if byQueue && snap != nil {
+		if less, decided := queue.Order(oa.queue, ob.queue, oa.projection, ob.projection); decided {
 			return less
 		}
 	}
-	ta, tb := orderTime(a, &posa, oka), orderTime(b, &posb, okb)
+	ta, tb := orderTime(a, oa), orderTime(b, ob)
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
-	if c := compareKeys(ka, oka, kb, okb); c != 0 {
+	if c := compareKeys(oa, ob); c != 0 {
 		return c < 0
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }
 
+// refreshOrder brings o, the entry of member uid, up to date: its position
+// in its gang, and withStatus (queues order it: qs on, snap their last
+// snapshot) its queue and projection.
+func (pl *Gang) refreshOrder(o *order, uid types.UID, withStatus bool, qs *queue.State, snap *queue.Snapshot) {
+	if !o.pos.Stamp.Current() || withStatus && o.pos.Status == nil {
+		o.pos = pl.manager.Position(o.key, uid, withStatus)
+		o.snap, o.projected = nil, false
+	}
+	if !withStatus {
+		return
+	}
+	if o.snap != snap {
+		o.snap, o.queue = snap, nil
+		if snap != nil {
+			o.queue = snap.Queues[queue.QueueOf(o.pos.Status)]
+		}
+	}
+	if !o.projected || !qs.Current(o.projection) {
+		o.projection, o.projected = qs.Project(&o.pos), true
+	}
+}
+
 // orderTime is the time a pod is ordered by: its gang's creation, or for a
 // pod in no gang (or a gang not known yet) the time it was queued.
-func orderTime(q fwk.QueuedPodInfo, pos *gang.Position, inGang bool) time.Time {
-	if !inGang || pos.Created.IsZero() {
+func orderTime(q fwk.QueuedPodInfo, o *order) time.Time {
+	if !o.inGang || o.pos.Created.IsZero() {
 		return q.GetTimestamp()
 	}
-	return pos.Created
+	return o.pos.Created
 }
 
 // compareKeys orders gangs created at the same time by key, a pod in no
 // gang first: −1, 0 or 1.
-func compareKeys(a gang.Key, inA bool, b gang.Key, inB bool) int {
-	if inA != inB {
-		if inB {
+func compareKeys(oa, ob *order) int {
+	if oa.inGang != ob.inGang {
+		if ob.inGang {
 			return -1
 		}
 		return 1
 	}
+	a, b := oa.key, ob.key
 	if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}
