@@ -50,20 +50,21 @@ func (s *Status) Started() bool { return s.Scheduled >= s.Spec.MinMember }
 // Ready reports whether enough members are placed that none need wait: at
 // least minMember, and each role its minimum.
 func (s *Status) Ready() bool {
-	return s.Invalid == "" && s.shortfall(s.Placed, s.PlacedByRole) == ""
+	return s.Invalid == "" && s.reached(s.Placed, s.PlacedByRole)
 }
 
-// shortfall says which minimum count and byRole miss, or "".
-func (s *Status) shortfall(count int32, byRole map[string]int32) string {
+// reached reports whether count and byRole meet the gang's minimum count
+// and each role's minimum.
+func (s *Status) reached(count int32, byRole map[string]int32) bool {
 	if count < s.Spec.MinMember {
-		return fmt.Sprintf("%d/%d", count, s.Spec.MinMember)
+		return false
 	}
-	for _, role := range sortedRoles(s.Spec.MinTaskMember) {
-		if min := s.Spec.MinTaskMember[role]; byRole[role] < min {
-			return fmt.Sprintf("role %s %d/%d", role, byRole[role], min)
+	for role, min := range s.Spec.MinTaskMember {
+		if byRole[role] < min {
+			return false
 		}
 	}
-	return ""
+	return true
 }
 
 func sortedRoles(m map[string]int32) []string {
