@@ -10,17 +10,16 @@ import (
 	"github.com/muster-sched/muster/pkg/queue"
 )
 
-// order is what Less reads of one member, each part kept while it holds:
+// order is what Less reads of one gang member, each part kept while it holds:
 // its gang's position until the gang changes (pos.Stamp), its queue's
 // figures for one snapshot, its projected share until the gang or the
 // cluster's allocatable changes.
 type order struct {
 	// version is the resourceVersion of the pod it was read for.
 	version string
-	// key is the pod's gang, if inGang.
-	key    gang.Key
-	inGang bool
-	pos    gang.Position
+	// key is the member's gang.
+	key gang.Key
+	pos gang.Position
 	// snap is the snapshot queue was read from.
 	snap       *queue.Snapshot
 	queue      *queue.Figures
@@ -28,7 +27,7 @@ type order struct {
 	projected  bool
 }
 
-// orders keeps each queued pod's order entry, by pod UID; a nil
+// orders keeps each queued member's order entry, by pod UID; a nil
 // *orders keeps none, and Less reads the gang state afresh every time.
 // Entries not used since the previous rotation are dropped at the next:
 // the pods that left the scheduling queue (bound, deleted) stop being
@@ -65,13 +64,13 @@ func (o *orders) unlock() {
 	}
 }
 
-// entry is pod's entry, made afresh if it was read for another version of
-// the pod; scratch, made afresh, when o keeps none or the pod has no UID
-// or resourceVersion to tell its versions apart. o locked.
-func (o *orders) entry(pod *v1.Pod, scratch *order) *order {
+// entry is the entry of pod, a member of gang key, made afresh if it was
+// read for another version of the pod; scratch, made afresh, when o keeps
+// none or the pod has no UID or resourceVersion to tell its versions
+// apart. o locked.
+func (o *orders) entry(pod *v1.Pod, key gang.Key, scratch *order) *order {
 	if o == nil || pod.UID == "" || pod.ResourceVersion == "" {
-		*scratch = order{}
-		scratch.key, scratch.inGang = keyOf(pod)
+		*scratch = order{key: key}
 		return scratch
 	}
 	e := o.cur[pod.UID]
@@ -81,8 +80,7 @@ func (o *orders) entry(pod *v1.Pod, scratch *order) *order {
 		}
 	}
 	if e == nil || e.version != pod.ResourceVersion {
-		e = &order{version: pod.ResourceVersion}
-		e.key, e.inGang = keyOf(pod)
+		e = &order{version: pod.ResourceVersion, key: key}
 		o.cur[pod.UID] = e
 	}
 	return e

@@ -30,50 +30,60 @@ func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	if pa, pb := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); pa != pb {
 		return pa > pb
 	}
+	ka, oka := keyOf(podA)
+	kb, okb := keyOf(podB)
+	switch {
+	case !oka && !okb:
+		return a.GetTimestamp().Before(b.GetTimestamp()) // PrioritySort
+	case oka && okb && ka == kb:
+		return gang.MemberBefore(podA, podB)
+	}
+	// Only members get entries: pods in no gang compare as above, without
+	// the lock.
 	pl.orders.lock()
 	defer pl.orders.unlock()
-	var scratchA, scratchB order
-	oa, ob := pl.orders.entry(podA, &scratchA), pl.orders.entry(podB, &scratchB)
-	switch {
-	case !oa.inGang && !ob.inGang:
-		return a.GetTimestamp().Before(b.GetTimestamp()) // PrioritySort
-	case oa.inGang && ob.inGang && oa.key == ob.key:
-		return gang.MemberBefore(podA, podB)
+	var oa, ob order // a pod in no gang, or a member whose entry is not kept
+	ea, eb := &oa, &ob
+	if oka {
+		ea = pl.orders.entry(podA, ka, &oa)
+	}
+	if okb {
+		eb = pl.orders.entry(podB, kb, &ob)
 	}
 	var qs *queue.State
 	if pl.queues != nil {
 		qs = pl.queues()
 	}
 	// Queues order two members; their statuses are read only then.
-	byQueue := oa.inGang && ob.inGang && qs != nil
+	byQueue := oka && okb && qs != nil
 	var snap *queue.Snapshot
 	if byQueue {
 		snap = qs.Last()
 	}
-	if oa.inGang {
-		pl.refreshOrder(oa, podA.UID, byQueue, qs, snap)
+	if oka {
+		pl.refreshOrder(ea, podA.UID, byQueue, qs, snap)
 	}
-	if ob.inGang {
-		pl.refreshOrder(ob, podB.UID, byQueue, qs, snap)
+	if okb {
+		pl.refreshOrder(eb, podB.UID, byQueue, qs, snap)
 	}
 	// A gang being placed goes first: its plan holds for the snapshot it
 	// was made on, and each pod placed in between can spoil it.
-	if !oa.pos.Plan.IsZero() || !ob.pos.Plan.IsZero() {
+	if !ea.pos.Plan.IsZero() || !eb.pos.Plan.IsZero() {
 		now := pl.now()
-		if pa, pb := oa.pos.Placing(now), ob.pos.Placing(now); pa != pb {
-			return pa
+		if placingA, placingB := ea.pos.Placing(now), eb.pos.Placing(now); placingA != placingB {
+			return placingA
 		}
 	}
 	if byQueue && snap != nil {
-		if less, decided := queue.Order(oa.queue, ob.queue, oa.projection, ob.projection); decided {
+		if less, decided := queue.Order(ea.queue, eb.queue, ea.projection, eb.projection); decided {
 			return less
 		}
 	}
-	ta, tb := orderTime(a, oa), orderTime(b, ob)
+	ta, tb := orderTime(a, &ea.pos, oka), orderTime(b, &eb.pos, okb)
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
-	if c := compareKeys(oa, ob); c != 0 {
+	if c := compareKeys(ka, oka, kb, okb); c != 0 {
 		return c < 0
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
@@ -103,23 +113,22 @@ func (pl *Gang) refreshOrder(o *order, uid types.UID, withStatus bool, qs *queue
 
 // orderTime is the time a pod is ordered by: its gang's creation, or for a
 // pod in no gang (or a gang not known yet) the time it was queued.
-func orderTime(q fwk.QueuedPodInfo, o *order) time.Time {
-	if !o.inGang || o.pos.Created.IsZero() {
+func orderTime(q fwk.QueuedPodInfo, pos *gang.Position, inGang bool) time.Time {
+	if !inGang || pos.Created.IsZero() {
 		return q.GetTimestamp()
 	}
-	return o.pos.Created
+	return pos.Created
 }
 
 // compareKeys orders gangs created at the same time by key, a pod in no
 // gang first: −1, 0 or 1.
-func compareKeys(oa, ob *order) int {
-	if oa.inGang != ob.inGang {
-		if ob.inGang {
+func compareKeys(a gang.Key, inA bool, b gang.Key, inB bool) int {
+	if inA != inB {
+		if inB {
 			return -1
 		}
 		return 1
 	}
-	a, b := oa.key, ob.key
 	if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}

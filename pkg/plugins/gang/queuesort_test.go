@@ -1,7 +1,6 @@
 package gang
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"testing"
@@ -18,7 +17,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
-	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/heap"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -275,21 +274,19 @@ func BenchmarkLessPop(b *testing.B) {
 	}{{"kept", newOrders()}, {"afresh", nil}} {
 		b.Run(tc.name, func(b *testing.B) {
 			pl := &Gang{manager: manager, queues: queues, now: time.Now, orders: tc.orders}
-			h := &podHeap{less: pl.Less}
+			// kube-scheduler's heap, as its active queue builds it.
+			h := heap.New(func(p *framework.QueuedPodInfo) string { return string(p.Pod.UID) },
+				func(a, b *framework.QueuedPodInfo) bool { return pl.Less(a, b) })
 			fill := func() {
-				for _, info := range h.infos {
-					key, _ := keyOf(info.Pod)
-					manager.Unreserve(key, info.Pod.UID)
-				}
-				h.infos = h.infos[:0]
 				for _, p := range pending {
 					key, _ := keyOf(p)
 					manager.Unreserve(key, p.UID)
-					pi, _ := framework.NewPodInfo(p)
-					h.infos = append(h.infos, &framework.QueuedPodInfo{PodInfo: pi, Timestamp: created})
 				}
 				state.Refresh()
-				heap.Init(h)
+				for _, p := range pending {
+					pi, _ := framework.NewPodInfo(p)
+					h.AddOrUpdate(&framework.QueuedPodInfo{PodInfo: pi, Timestamp: created})
+				}
 			}
 			fill()
 			for b.Loop() {
@@ -298,28 +295,14 @@ func BenchmarkLessPop(b *testing.B) {
 					fill()
 					b.StartTimer()
 				}
-				info := heap.Pop(h).(*framework.QueuedPodInfo)
+				info, err := h.Pop()
+				if err != nil {
+					b.Fatal(err)
+				}
 				key, _ := keyOf(info.Pod)
 				manager.Reserve(key, info.Pod.UID, "n0")
 				state.Refresh()
 			}
 		})
 	}
-}
-
-// podHeap is a heap of queued pods ordered by less, as the scheduling
-// queue's.
-type podHeap struct {
-	infos []*framework.QueuedPodInfo
-	less  func(a, b fwk.QueuedPodInfo) bool
-}
-
-func (h *podHeap) Len() int           { return len(h.infos) }
-func (h *podHeap) Less(i, j int) bool { return h.less(h.infos[i], h.infos[j]) }
-func (h *podHeap) Swap(i, j int)      { h.infos[i], h.infos[j] = h.infos[j], h.infos[i] }
-func (h *podHeap) Push(x any)         { h.infos = append(h.infos, x.(*framework.QueuedPodInfo)) }
-func (h *podHeap) Pop() any {
-	last := h.infos[len(h.infos)-1]
-	h.infos = h.infos[:len(h.infos)-1]
-	return last
 }
