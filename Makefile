@@ -30,9 +30,10 @@ GO_TEST_FLAGS ?=
 INTEGRATION_TIMEOUT ?= 20m
 
 .PHONY: build
-build: ## Build muster-scheduler and the muster CLI into ./bin.
+build: ## Build muster-scheduler, the muster CLI and the bench's comparator into ./bin.
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/muster-scheduler ./cmd/muster-scheduler
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/muster ./cmd/muster
+	cd comparators && go build -o $(BIN)/muster-comparator .
 
 .PHONY: test
 test: test-unit test-integration ## Unit and integration tests.
@@ -84,11 +85,11 @@ $(CONTROLLER_GEN):
 
 # helm is installed outside the module (go.mod is not touched); bin/helm
 # points at the pinned version. The flags are those of helm's release build:
-# its version, and Kubernetes 1.34 (its client libraries') as the default
+# its version, and the Kubernetes release Muster is built on as the default
 # for `helm template` and `helm lint` (a plain `go install` says 1.20).
 HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
-	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34 \
-	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=34
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
 $(HELM):
 	rm -f $(BIN)/helm
 	go install -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)

@@ -31,4 +31,8 @@ done
 if ! go vet ./...; then
   status=1
 fi
+# The bench's comparator is a module of its own (comparators/go.mod).
+if ! (cd comparators && go vet ./...); then
+  status=1
+fi
 exit ${status}

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,7 +24,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -39,7 +42,7 @@ import (
 type Batch struct {
 	Gangs *gang.Manager
 
-	handle   framework.Handle
+	handle   fwk.Handle
 	clients  gang.Clients
 	recorder events.EventRecorder
 	queueInf musterinformers.SharedInformerFactory
@@ -70,7 +73,7 @@ var (
 
 // For returns the batch state of the scheduler h belongs to, building it on
 // first use; it is dropped when ctx (the scheduler's) ends.
-func For(ctx context.Context, h framework.Handle) (*Batch, error) {
+func For(ctx context.Context, h fwk.Handle) (*Batch, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	factory := h.SharedInformerFactory()
@@ -99,7 +102,10 @@ func For(ctx context.Context, h framework.Handle) (*Batch, error) {
 		delete(byScheduler, factory)
 		mu.Unlock()
 	}()
-	logger.Info("Batch state started", "schedulerPluginsPodGroups", m.SchedulerPluginsInstalled())
+	logger.Info("Batch state started", "schedulerPluginsPodGroups", m.SchedulerPluginsInstalled(), "upstreamPodGroups", m.UpstreamInstalled())
+	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		logger.Info("Feature gate GenericWorkload is on in this scheduler: pods of scheduling.k8s.io PodGroups take kube-scheduler's PodGroup cycle, without Muster's gangs and queues; turn the gate off in muster-scheduler (not in the cluster) to give them both")
+	}
 	return b, nil
 }
 
@@ -226,7 +232,7 @@ func (b *Batch) startControllers(ctx context.Context) error {
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: b.handle.ClientSet().EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	b.recorder = broadcaster.NewRecorder(scheme, "muster-scheduler")
-	pg := podgroup.New(b.clients.Muster, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted)
+	pg := podgroup.New(b.clients.Muster, b.clients.Kube, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted)
 	go func() {
 		defer broadcaster.Shutdown()
 		controllers.RunWhenLeader(ctx, b.handle.ClientSet(), controllers.Namespace(), func(ctx context.Context) {
@@ -309,6 +315,14 @@ func clientsFor(kubeConfig *rest.Config) (gang.Clients, error) {
 	if ok {
 		if c.SchedulerPlugins, err = spclient.NewForConfig(cfg); err != nil {
 			return gang.Clients{}, err
+		}
+	}
+	// kube-scheduler routes the pods of scheduling.k8s.io PodGroups to its
+	// own PodGroup cycle whenever its GenericWorkload gate is on, whatever
+	// the plugins: Muster schedules them only where the gate is off here.
+	if !utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		if c.UpstreamPodGroups, err = served(schedulingv1beta1.SchemeGroupVersion.String(), "podgroups"); err != nil {
+			return gang.Clients{}, fmt.Errorf("checking for scheduling.k8s.io PodGroups: %w", err)
 		}
 	}
 	return c, nil

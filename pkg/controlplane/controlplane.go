@@ -63,6 +63,11 @@ type Options struct {
 	// every authenticated request; with RBAC, a client other than the
 	// superuser (Config) may do only what its roles grant, as in a cluster.
 	RBAC bool
+	// GangAPI serves Kubernetes' own gang API, as a 1.37 cluster that turned
+	// it on: feature gates GenericWorkload and WorkloadWithJob, and the
+	// beta API scheduling.k8s.io/v1beta1 (Workload, PodGroup). Feature
+	// gates are process-wide: a scheduler in this process sees them too.
+	GangAPI bool
 }
 
 // Start brings up etcd and kube-apiserver, installs the CRDs in extraCRDs
@@ -76,6 +81,9 @@ func Start(ctx context.Context, extraCRDs ...fs.FS) (*ControlPlane, error) {
 // StartWithOptions is Start with Options.
 func StartWithOptions(ctx context.Context, o Options) (*ControlPlane, error) {
 	flags := append([]string(nil), apiserverFlags...)
+	if o.GangAPI {
+		flags = append(flags, "--feature-gates=GenericWorkload=true,WorkloadWithJob=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
+	}
 	if o.RBAC {
 		flags = append(flags, "--authorization-mode=RBAC")
 	}

@@ -45,6 +45,17 @@ func (r *runner) cleanup() {
 	}
 }
 
+// Attr is testing.TB's test attribute; the runner has no report to put it in.
+func (r *runner) Attr(key, value string) {}
+
+// Chdir changes the process's working directory, which testing restores
+// after the test; the runner's caller owns the process and keeps it.
+func (r *runner) Chdir(dir string) {
+	if err := os.Chdir(dir); err != nil {
+		r.Fatal(err)
+	}
+}
+
 func (r *runner) Error(args ...any) { r.fail(fmt.Sprint(args...)) }
 func (r *runner) Errorf(format string, args ...any) {
 	r.fail(fmt.Sprintf(format, args...))

@@ -82,7 +82,7 @@ func TestTrimTerminated(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := trimTerminated(tt.pod)
+			got, err := (&Manager{}).trimTerminated(tt.pod)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,6 +55,9 @@ type Manager struct {
 
 	pgLister musterlisters.PodGroupLister
 	spLister splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
+	// upStore holds the scheduling.k8s.io PodGroups; nil when Muster does
+	// not schedule them (see Clients.UpstreamPodGroups).
+	upStore cache.Store
 	// pgStore and spStore are the listers' stores, read by key: a lister's
 	// Get builds a NotFound error for every label-only gang, and QueueSort
 	// looks a gang's PodGroup up on every comparison.
@@ -144,6 +148,10 @@ type Clients struct {
 	// SchedulerPlugins is nil when scheduler-plugins' PodGroup CRD is not
 	// installed.
 	SchedulerPlugins spclient.Interface
+	// UpstreamPodGroups says that the API serves scheduling.k8s.io/v1beta1
+	// PodGroups and this scheduler leaves their pods to Muster (its
+	// GenericWorkload gate is off): Muster watches them through Kube.
+	UpstreamPodGroups bool
 	// Pods is the scheduler's informer of live (not terminated) pods. The
 	// Manager takes every gang's live members from it, so that the process
 	// watches and decodes each pod once; the scheduler starts it.
@@ -189,7 +197,7 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	// Terminated pods change once: the watch itself carries few events.
 	f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = terminated
-	}), informers.WithTransform(trimTerminated))
+	}), informers.WithTransform(m.trimTerminated))
 	terminatedPods := f.Core().V1().Pods().Informer()
 	if _, err := terminatedPods.AddEventHandler(handler); err != nil {
 		return nil, err
@@ -207,6 +215,16 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	}
 	synced = append(synced, pgInformer.Informer().HasSynced)
 	mf.Start(ctx.Done())
+
+	if c.UpstreamPodGroups {
+		upInformer := informers.NewSharedInformerFactory(c.Kube, 0).Scheduling().V1beta1().PodGroups().Informer()
+		m.upStore = upInformer.GetStore()
+		if _, err := upInformer.AddEventHandler(m.upstreamHandler()); err != nil {
+			return nil, err
+		}
+		synced = append(synced, upInformer.HasSynced)
+		go upInformer.RunWithContext(ctx)
+	}
 
 	if c.SchedulerPlugins != nil {
 		sf := spinformers.NewSharedInformerFactory(c.SchedulerPlugins, 0)
@@ -277,12 +295,12 @@ func (m *Manager) AddPodHandler(h cache.ResourceEventHandler) {
 // pod in no gang, its identity alone (the Manager only learns that it is
 // in none); for a member, all but its managed fields, as the scheduler's
 // own pod informer does. Less memory, less GC.
-func trimTerminated(obj any) (any, error) {
+func (m *Manager) trimTerminated(obj any) (any, error) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	if _, managed := KeyOf(pod); !managed {
+	if _, managed := m.KeyOf(pod); !managed {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
 		}}, nil
@@ -460,7 +478,7 @@ func (m *Manager) updatePod(obj any) {
 	if !ok {
 		return
 	}
-	if _, ok := KeyOf(pod); !ok && !m.isMember(pod.UID) {
+	if _, ok := m.KeyOf(pod); !ok && !m.isMember(pod.UID) {
 		return // unmanaged: most pods of a cluster
 	}
 	if key, ok, c := m.upsert(pod); ok && c != unchanged {
@@ -479,7 +497,7 @@ func (m *Manager) isMember(uid types.UID) bool {
 // and what changed: nothing when it holds this version of the pod already.
 // A pod that left every gang is removed instead.
 func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
-	key, ok = KeyOf(pod)
+	key, ok = m.KeyOf(pod)
 	if !ok {
 		// The label was removed: the pod left its gang.
 		m.deletePod(pod)
@@ -667,8 +685,8 @@ func (m *Manager) computeStatusLocked(key Key, g *group) Status {
 			live = append(live, p)
 		}
 	}
-	pg, sp := m.sourceObjects(key)
-	spec, err := resolveSpec(key, live, pg, sp, m.spLister != nil)
+	src := m.sourceObjects(key)
+	spec, err := resolveSpec(key, live, src)
 	s := computeStatus(key, spec, err, g.members, g.reserved, g.requests)
 	s.Waiting = g.failure.message
 	if s.Waiting == "" {
@@ -677,20 +695,23 @@ func (m *Manager) computeStatusLocked(key Key, g *group) Status {
 	return s
 }
 
-// sourceObjects returns the PodGroup objects that may define the gang.
-func (m *Manager) sourceObjects(key Key) (*v1alpha1.PodGroup, *spv1alpha1.PodGroup) {
+// sourceObjects returns the PodGroup object that may define the gang.
+func (m *Manager) sourceObjects(key Key) sources {
+	src := sources{spInstalled: m.spLister != nil}
 	switch key.Family {
 	case FamilyMuster:
-		return lookup[*v1alpha1.PodGroup](m.pgStore, key), nil
+		src.muster = lookup[*v1alpha1.PodGroup](m.pgStore, key)
 	case FamilySchedulerPlugins:
-		return nil, lookup[*spv1alpha1.PodGroup](m.spStore, key)
+		src.schedulerPlugins = lookup[*spv1alpha1.PodGroup](m.spStore, key)
+	case FamilyUpstream:
+		src.upstream = lookup[*schedulingv1beta1.PodGroup](m.upStore, key)
 	}
-	return nil, nil
+	return src
 }
 
 // lookup returns the object of the gang's name in store (nil: none, or
 // no store).
-func lookup[T *v1alpha1.PodGroup | *spv1alpha1.PodGroup](store cache.Store, key Key) T {
+func lookup[T *v1alpha1.PodGroup | *spv1alpha1.PodGroup | *schedulingv1beta1.PodGroup](store cache.Store, key Key) T {
 	if store == nil {
 		return nil
 	}

@@ -22,6 +22,11 @@ const (
 	// FamilyMuster: muster.dev/pod-group, naming a Muster PodGroup or, with
 	// muster.dev/min-available, a label-only group.
 	FamilyMuster Family = "muster"
+	// FamilyUpstream: the pod field spec.schedulingGroup.podGroupName,
+	// naming a scheduling.k8s.io/v1beta1 PodGroup with a gang policy. The
+	// pod cannot change the field: it is the strongest signal after
+	// Muster's own label.
+	FamilyUpstream Family = "upstream"
 	// FamilyLegacy: pod-group.scheduling.sigs.k8s.io/{name,min-available}.
 	FamilyLegacy Family = "legacy"
 	// FamilySchedulerPlugins: scheduling.x-k8s.io/pod-group, naming a
@@ -50,13 +55,24 @@ type membership struct {
 	hasMin       bool
 }
 
-// membershipOf reads the pod's gang from its labels; ok is false for a pod
-// in no gang.
-func membershipOf(pod *v1.Pod) (m membership, ok bool) {
+// UpstreamGang reports whether the scheduling.k8s.io PodGroup of that
+// namespace and name makes its pods a gang: it has the gang policy, or it
+// is not known yet (its pods wait for it, as kube-scheduler's would). A
+// basic-policy PodGroup is no gang: its pods schedule one by one.
+type UpstreamGang func(namespace, name string) bool
+
+// membershipOf reads the pod's gang from its labels and, where upstream is
+// not nil, its spec.schedulingGroup; ok is false for a pod in no gang.
+func membershipOf(pod *v1.Pod, upstream UpstreamGang) (m membership, ok bool) {
 	l := pod.Labels
 	if name := l[v1alpha1.LabelPodGroup]; name != "" {
 		min, hasMin := l[v1alpha1.LabelMinAvailable]
 		return membership{key: Key{FamilyMuster, pod.Namespace, name}, minAvailable: min, hasMin: hasMin}, true
+	}
+	if sg := pod.Spec.SchedulingGroup; upstream != nil && sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
+		if name := *sg.PodGroupName; upstream(pod.Namespace, name) {
+			return membership{key: Key{FamilyUpstream, pod.Namespace, name}}, true
+		}
 	}
 	if name := l[v1alpha1.LegacyLabelPodGroup]; name != "" {
 		min, hasMin := l[v1alpha1.LegacyLabelMinAvailable]
@@ -71,10 +87,12 @@ func membershipOf(pod *v1.Pod) (m membership, ok bool) {
 	return membership{}, false
 }
 
-// KeyOf returns the gang the pod belongs to, if any: every pod Muster
-// manages has one (a pod that only names a queue is a gang of one).
+// KeyOf returns the gang the pod's labels put it in, if any: every pod
+// Muster manages has one (a pod that only names a queue is a gang of one).
+// It does not know scheduling.k8s.io PodGroups: the scheduler asks the
+// Manager (Manager.KeyOf), which does.
 func KeyOf(pod *v1.Pod) (Key, bool) {
-	m, ok := membershipOf(pod)
+	m, ok := membershipOf(pod, nil)
 	return m.key, ok
 }
 

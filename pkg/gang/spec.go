@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -26,10 +27,23 @@ type Spec struct {
 	PodGroup *v1alpha1.PodGroup
 }
 
+// sources are the objects that may define a gang: the PodGroup of its
+// family, nil when it does not exist.
+type sources struct {
+	muster           *v1alpha1.PodGroup
+	schedulerPlugins *spv1alpha1.PodGroup
+	upstream         *schedulingv1beta1.PodGroup
+	// spInstalled says whether scheduler-plugins' PodGroup CRD is.
+	spInstalled bool
+}
+
 // resolveSpec derives a gang's spec from its source. A gang that cannot be
 // scheduled as specified gets an error saying why, in words for its users.
-func resolveSpec(key Key, members []*v1.Pod, pg *v1alpha1.PodGroup, sp *spv1alpha1.PodGroup, spInstalled bool) (Spec, error) {
+func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
+	pg, sp := src.muster, src.schedulerPlugins
 	switch key.Family {
+	case FamilyUpstream:
+		return upstreamSpec(key, members, src.upstream)
 	case FamilyMuster:
 		if pg != nil {
 			return Spec{
@@ -67,7 +81,7 @@ func resolveSpec(key Key, members []*v1.Pod, pg *v1alpha1.PodGroup, sp *spv1alph
 		}
 		return Spec{MinMember: 1, Queue: queue}, nil
 	case FamilySchedulerPlugins:
-		if !spInstalled {
+		if !src.spInstalled {
 			return Spec{}, fmt.Errorf("pods name scheduler-plugins PodGroup %s/%s but its CRD (scheduling.x-k8s.io) was not installed when the scheduler started", key.Namespace, key.Name)
 		}
 		if sp == nil {

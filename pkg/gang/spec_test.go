@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -19,9 +20,23 @@ func TestKeyOf(t *testing.T) {
 	tests := []struct {
 		name   string
 		labels map[string]string
+		// group is the pod's spec.schedulingGroup.podGroupName; gangs the
+		// scheduling.k8s.io PodGroups that make a gang (nil: Muster does
+		// not schedule them).
+		group  string
+		gangs  map[string]bool
 		want   Key
 		wantOK bool
 	}{
+		{name: "upstream gang", group: "u", gangs: map[string]bool{"u": true}, want: Key{FamilyUpstream, "ns", "u"}, wantOK: true},
+		{name: "upstream basic policy is no gang", group: "u", gangs: map[string]bool{"u": false}},
+		{name: "upstream basic policy with a queue is a gang of one", group: "u", gangs: map[string]bool{"u": false},
+			labels: map[string]string{v1alpha1.LabelQueue: "q"}, want: Key{FamilySolo, "ns", "p"}, wantOK: true},
+		{name: "upstream field ignored where Muster does not schedule those PodGroups", group: "u"},
+		{name: "muster wins over upstream", group: "u", gangs: map[string]bool{"u": true},
+			labels: map[string]string{v1alpha1.LabelPodGroup: "m"}, want: Key{FamilyMuster, "ns", "m"}, wantOK: true},
+		{name: "upstream wins over legacy and scheduler-plugins", group: "u", gangs: map[string]bool{"u": true},
+			labels: map[string]string{v1alpha1.LegacyLabelPodGroup: "l", v1alpha1.SchedulerPluginsLabelPodGroup: "sp"}, want: Key{FamilyUpstream, "ns", "u"}, wantOK: true},
 		{name: "no gang", labels: map[string]string{"app": "web"}},
 		{name: "a queue alone makes a gang of one", labels: map[string]string{v1alpha1.LabelQueue: "q"}, want: Key{FamilySolo, "ns", "p"}, wantOK: true},
 		{name: "muster", labels: map[string]string{v1alpha1.LabelPodGroup: "g"}, want: Key{FamilyMuster, "ns", "g"}, wantOK: true},
@@ -38,7 +53,15 @@ func TestKeyOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := st.MakePod().Namespace("ns").Name("p").Labels(tt.labels).Obj()
-			got, ok := KeyOf(pod)
+			if tt.group != "" {
+				pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(tt.group)}
+			}
+			var upstream UpstreamGang
+			if tt.gangs != nil {
+				upstream = func(ns, name string) bool { return ns == "ns" && tt.gangs[name] }
+			}
+			m, ok := membershipOf(pod, upstream)
+			got := m.key
 			if ok != tt.wantOK {
 				t.Fatalf("KeyOf ok = %v, want %v", ok, tt.wantOK)
 			}
@@ -53,8 +76,20 @@ func member(name string, labels map[string]string) *v1.Pod {
 	return st.MakePod().Namespace("ns").Name(name).UID(name).Labels(labels).Obj()
 }
 
+// upstreamPodGroup is a scheduling.k8s.io PodGroup ns/g with the gang
+// policy.
+func upstreamPodGroup(minCount int32, labels map[string]string) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", Labels: labels},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount},
+		}},
+	}
+}
+
 func TestResolveSpec(t *testing.T) {
 	muster := Key{FamilyMuster, "ns", "g"}
+	upstream := Key{FamilyUpstream, "ns", "g"}
 	min := func(v string) map[string]string {
 		return map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: v}
 	}
@@ -67,6 +102,7 @@ func TestResolveSpec(t *testing.T) {
 		members     []*v1.Pod
 		pg          *v1alpha1.PodGroup
 		sp          *spv1alpha1.PodGroup
+		up          *schedulingv1beta1.PodGroup
 		spInstalled bool
 		want        Spec
 		wantErr     string
@@ -102,10 +138,25 @@ func TestResolveSpec(t *testing.T) {
 			wantErr: "scheduler-plugins PodGroup ns/g does not exist"},
 		{name: "scheduler-plugins CRD absent", key: Key{FamilySchedulerPlugins, "ns", "g"},
 			wantErr: "pods name scheduler-plugins PodGroup ns/g but its CRD (scheduling.x-k8s.io) was not installed when the scheduler started"},
+		{name: "upstream gang", key: upstream, members: []*v1.Pod{member("a", nil)}, up: upstreamPodGroup(4, nil),
+			want: Spec{MinMember: 4}},
+		{name: "upstream queue from the PodGroup's label", key: upstream, members: []*v1.Pod{member("a", nil)},
+			up: upstreamPodGroup(2, map[string]string{v1alpha1.LabelQueue: "team"}), want: Spec{MinMember: 2, Queue: "team"}},
+		{name: "upstream queue from the members", key: upstream, members: []*v1.Pod{member("a", map[string]string{v1alpha1.LabelQueue: "team"})},
+			up: upstreamPodGroup(2, nil), want: Spec{MinMember: 2, Queue: "team"}},
+		{name: "upstream PodGroup and members name other queues", key: upstream,
+			members: []*v1.Pod{member("a", map[string]string{v1alpha1.LabelQueue: "x"})},
+			up:      upstreamPodGroup(2, map[string]string{v1alpha1.LabelQueue: "y"}),
+			wantErr: `PodGroup ns/g names queue "y" and its members "x"`},
+		{name: "upstream PodGroup missing", key: upstream, members: []*v1.Pod{member("a", nil)},
+			wantErr: "PodGroup ns/g (scheduling.k8s.io) does not exist"},
+		{name: "upstream basic policy", key: upstream, members: []*v1.Pod{member("a", nil)},
+			up:      &schedulingv1beta1.PodGroup{Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}}},
+			wantErr: "PodGroup ns/g (scheduling.k8s.io) has no gang policy with minCount >= 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveSpec(tt.key, tt.members, tt.pg, tt.sp, tt.spInstalled)
+			got, err := resolveSpec(tt.key, tt.members, sources{muster: tt.pg, schedulerPlugins: tt.sp, upstream: tt.up, spInstalled: tt.spInstalled})
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)

@@ -23,7 +23,7 @@ import (
 
 // Placer places pods with a profile's plugins.
 type Placer struct {
-	Handle    framework.Handle
+	Handle    fwk.Handle
 	Framework framework.Framework
 	// next is where the next search for feasible nodes starts, so that
 	// successive searches spread over the cluster as kube-scheduler's do.

@@ -35,6 +35,8 @@ type cluster struct {
 	generation uint64
 	// seen holds every node the handler took in, schedulable or not.
 	seen map[string]bool
+	// keyOf tells managed pods from the others.
+	keyOf func(*v1.Pod) (gang.Key, bool)
 	// latest is allocatable, read without the lock.
 	latest atomic.Pointer[Vector]
 
@@ -73,6 +75,7 @@ func newCluster(f informers.SharedInformerFactory, gangs *gang.Manager) (*cluste
 	c := &cluster{
 		nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, seen: map[string]bool{},
 		allocatable: sum{v: Vector{}}, used: sum{v: Vector{}}, unmanaged: sum{v: Vector{}},
+		keyOf: gangs.KeyOf,
 	}
 	c.latest.Store(&Vector{})
 	nodes := f.Core().V1().Nodes()
@@ -202,7 +205,7 @@ func (c *cluster) setPod(obj any) {
 	bound := p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
 	var b boundPod
 	if bound {
-		_, managed := gang.KeyOf(p)
+		_, managed := c.keyOf(p)
 		b = boundPod{requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
 	}
 	c.mu.Lock()

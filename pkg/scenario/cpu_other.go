@@ -2,7 +2,13 @@
 
 package scenario
 
-import "time"
+import (
+	"os"
+	"time"
+)
 
 // processCPU is 0 where getrusage does not exist.
 func processCPU() time.Duration { return 0 }
+
+// peakRSS is 0 where getrusage does not exist.
+func peakRSS(*os.ProcessState) uint64 { return 0 }

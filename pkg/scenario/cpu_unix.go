@@ -3,6 +3,7 @@
 package scenario
 
 import (
+	"os"
 	"syscall"
 	"time"
 )
@@ -15,4 +16,13 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS is the largest resident set of an ended child process; 0 where
+// the system does not say.
+func peakRSS(st *os.ProcessState) uint64 {
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		return uint64(ru.Maxrss) << 10 // KiB on Linux
+	}
+	return 0
 }

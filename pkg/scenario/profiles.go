@@ -1,21 +1,18 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
+	"sync"
 	"time"
 
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"sigs.k8s.io/scheduler-plugins/pkg/capacityscheduling"
-	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
 	"sigs.k8s.io/yaml"
-
-	// scheduler-plugins' args (CoschedulingArgs) decode through
-	// kube-scheduler's scheme once registered there.
-	_ "sigs.k8s.io/scheduler-plugins/apis/config/scheme"
 
 	"github.com/muster-sched/muster/config"
 	"github.com/muster-sched/muster/pkg/plugins"
+	"github.com/muster-sched/muster/pkg/simulator"
 )
 
 // stockConfig is kube-scheduler's default profile.
@@ -137,8 +134,56 @@ func adapt(data []byte, speedup float64) ([]byte, error) {
 // registry is every plugin a profile may name, and this run's recorder.
 func registry(rec *recorder) []app.Option {
 	return append(plugins.Options(),
-		app.WithPlugin(coscheduling.Name, coscheduling.New),
-		app.WithPlugin(capacityscheduling.Name, capacityscheduling.New),
 		app.WithPlugin(RecorderName, rec.factory),
 	)
+}
+
+// outcome is what a run's scheduler recorded, read once it has stopped.
+type outcome struct {
+	rel, open []released
+	counters  schedulerCounters
+	// cpu, peakRSS and peakHeap are the comparator process's; zero for a
+	// scheduler in the runner's process, whose figures include it.
+	cpu               time.Duration
+	peakRSS, peakHeap uint64
+}
+
+// runningScheduler is a run's scheduler, in this process or the
+// comparator's.
+type runningScheduler interface {
+	// stop stops the scheduler, once, and returns what it recorded, with
+	// reservations still open closed at end.
+	stop(end time.Time) (outcome, error)
+}
+
+// startScheduler starts the profile's scheduler with the configuration
+// cfg against the cluster of kubeconfig.
+func startScheduler(ctx context.Context, profile, kubeconfig string, cfg []byte) (runningScheduler, error) {
+	if external(profile) {
+		return startComparator(ctx, kubeconfig, cfg)
+	}
+	p := &inProcess{rec: newRecorder(), before: readSchedulerCounters()}
+	var err error
+	if p.sched, err = simulator.StartScheduler(ctx, kubeconfig, cfg, registry(p.rec)...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// inProcess is a scheduler in the runner's process.
+type inProcess struct {
+	sched  *simulator.Scheduler
+	rec    *recorder
+	before schedulerCounters
+	once   sync.Once
+	out    outcome
+}
+
+func (p *inProcess) stop(end time.Time) (outcome, error) {
+	p.once.Do(func() {
+		p.sched.Stop()
+		p.out.rel, p.out.open = p.rec.snapshot(end)
+		p.out.counters = readSchedulerCounters().since(p.before)
+	})
+	return p.out, nil
 }

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // RecorderName is the instrument plugin the runner enables in every
@@ -17,7 +16,7 @@ import (
 // as released without a bind.
 const RecorderName = "ScenarioRecorder"
 
-var _ framework.ReservePlugin = &recorder{}
+var _ fwk.ReservePlugin = &recorder{}
 
 // reservation is a pod's resources held on a node from Reserve on.
 type reservation struct {
@@ -46,7 +45,7 @@ func newRecorder() *recorder {
 }
 
 // factory makes the plugin for the scheduler's registry.
-func (r *recorder) factory(context.Context, runtime.Object, framework.Handle) (framework.Plugin, error) {
+func (r *recorder) factory(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return r, nil
 }
 

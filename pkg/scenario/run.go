@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/muster-sched/muster/manifests/scheduler-plugins"
 	"github.com/muster-sched/muster/manifests/scheduler-plugins/elasticquota"
@@ -50,9 +49,6 @@ type Options struct {
 // on one profile), each run on a fresh control plane, and returns one
 // result per profile in profile order: the median of its runs.
 func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
-	// scheduler-plugins' plugins build controller-runtime clients, which
-	// complain (with a stack) unless its logger is set: send it to klog.
-	setLoggerOnce.Do(func() { ctrllog.SetLogger(klog.Background()) })
 	profiles := s.Profiles
 	if len(opts.Profiles) > 0 {
 		profiles = opts.Profiles
@@ -80,8 +76,6 @@ func Run(ctx context.Context, s *Scenario, opts Options) ([]*Result, error) {
 	}
 	return results, nil
 }
-
-var setLoggerOnce sync.Once
 
 // runProfile runs the scenario under one profile and stops every goroutine
 // it started before returning.
@@ -152,21 +146,12 @@ func runProfile(parent context.Context, s *Scenario, profile string, run int, op
 	// The previous run's control plane and this run's set-up left garbage
 	// behind: collect it now, not during this run's window.
 	runtime.GC()
-	rec := newRecorder()
-	countersBefore := readSchedulerCounters()
 	mem := startMemorySampler(ctx)
-	sched, err := simulator.StartScheduler(ctx, kubeconfig, cfg, registry(rec)...)
+	sched, err := startScheduler(ctx, profile, kubeconfig, cfg)
 	if err != nil {
 		return nil, err
 	}
-	stopped := false
-	stopSched := func() {
-		if !stopped {
-			stopped = true
-			sched.Stop()
-		}
-	}
-	defer stopSched()
+	defer sched.stop(time.Now()) //nolint:errcheck // a no-op once stopped below
 	closeWindow := func() {}
 	if opts.Window != nil {
 		closeWindow = opts.Window(profile, run)
@@ -192,20 +177,22 @@ func runProfile(parent context.Context, s *Scenario, profile string, run int, op
 		// Before the scheduler stops: its recorder may still be posting.
 		obs.awaitVictimEvents(ctx, victimEventsWait)
 	}
-	stopSched()
+	out, stopErr := sched.stop(end)
 	cancel()
 	if runErr != nil {
 		return nil, runErr
 	}
+	if stopErr != nil {
+		return nil, stopErr
+	}
 	peakRSS, peakHeap := mem.stop()
-	rel, open := rec.snapshot(end)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	r := measure(s, obs, rel, open, readSchedulerCounters().since(countersBefore), start, end)
+	r := measure(s, obs, out.rel, out.open, out.counters, start, end)
 	r.Profile = profile
-	r.PeakRSSBytes, r.PeakHeapBytes = peakRSS, peakHeap
+	r.PeakRSSBytes, r.PeakHeapBytes = peakRSS+out.peakRSS, peakHeap+out.peakHeap
 	if r.BoundPods > 0 {
-		r.CPUMillisPerPod = cpu.Seconds() * 1000 / float64(r.BoundPods)
+		r.CPUMillisPerPod = (cpu + out.cpu).Seconds() * 1000 / float64(r.BoundPods)
 	}
 	return r, nil
 }

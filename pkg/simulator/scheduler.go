@@ -39,7 +39,7 @@ func StartScheduler(ctx context.Context, kubeconfig string, config []byte, regis
 	}
 	s := &Scheduler{dir: dir, done: make(chan struct{})}
 	configFile := filepath.Join(dir, "config.yaml")
-	if err := writeConfig(configFile, kubeconfig, config); err != nil {
+	if err := WriteConfig(configFile, kubeconfig, config); err != nil {
 		s.cleanup()
 		return nil, err
 	}
@@ -86,9 +86,9 @@ func (s *Scheduler) cleanup() {
 	_ = os.RemoveAll(s.dir)
 }
 
-// writeConfig writes config to file with its clientConnection pointed at
+// WriteConfig writes config to file with its clientConnection pointed at
 // kubeconfig.
-func writeConfig(file, kubeconfig string, config []byte) error {
+func WriteConfig(file, kubeconfig string, config []byte) error {
 	var cfg map[string]any
 	if err := yaml.Unmarshal(config, &cfg); err != nil {
 		return fmt.Errorf("decoding scheduler configuration: %w", err)

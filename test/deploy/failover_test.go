@@ -39,7 +39,7 @@ func TestFailover(t *testing.T) {
 		"--set", fmt.Sprintf("leaderElection.leaseDuration=%v,leaderElection.renewDeadline=%v,leaderElection.retryPeriod=%v", leaseDuration, renewDeadline, retryPeriod),
 		"--set", "clientConnection.qps=20,clientConnection.burst=20",
 	)
-	const leaseLog = "successfully acquired lease kube-system/kube-scheduler"
+	leaseLog := leaseAcquired("kube-system/kube-scheduler")
 	const gangs, gangSize = 8, 6
 
 	// Nodes for every gang of both rounds, with room to spare.

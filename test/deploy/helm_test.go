@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -37,9 +38,23 @@ import (
 
 var chartDir = filepath.Join(repoRoot, "manifests", "charts", "muster")
 
-// kubeVersion is what helm renders and lints for: the in-process
-// apiserver's version, whatever helm's default.
-const kubeVersion = "1.34.7"
+// kubeVersion is what helm renders and lints for: the Kubernetes release
+// this module builds on, the in-process apiserver's, whatever helm's
+// default.
+var kubeVersion = kubernetesRelease()
+
+// kubernetesRelease is the version of k8s.io/kubernetes this test binary
+// is built with, without the "v".
+func kubernetesRelease() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/kubernetes" {
+				return strings.TrimPrefix(d.Version, "v")
+			}
+		}
+	}
+	panic("k8s.io/kubernetes is not among the test binary's modules")
+}
 
 // runHelm runs helm and returns its standard output; a failure carries its
 // standard error.
@@ -92,7 +107,7 @@ func helmKubeconfig(t *testing.T) string {
 }
 
 // versionProxy serves the apiserver's API on a local address, as the
-// superuser, except that /version reports v1.34.7 where the in-process
+// superuser, except that /version reports kubeVersion where the in-process
 // apiserver, built without version stamping, reports v0.0.0-master: helm
 // checks the chart's kubeVersion against that string.
 func versionProxy(t *testing.T) string {

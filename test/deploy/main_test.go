@@ -9,7 +9,9 @@
 // it runs the RBAC authorizer, and every scheduler process authenticates as
 // the chart's ServiceAccount (or kubeadm's system:kube-scheduler user), so a
 // missing permission shows up as a "forbidden" in its log, which fails the
-// test.
+// test. It serves Kubernetes' own gang API (scheduling.k8s.io/v1beta1), as
+// a 1.37 cluster with GenericWorkload on; the scheduler processes keep that
+// gate off, as Muster's configurations do, and schedule its PodGroups.
 package deploy
 
 import (
@@ -60,7 +62,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if cluster, err = controlplane.StartWithOptions(ctx, controlplane.Options{RBAC: true}); err != nil {
+	if cluster, err = controlplane.StartWithOptions(ctx, controlplane.Options{RBAC: true, GangAPI: true}); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}

@@ -46,7 +46,7 @@ func TestChartModes(t *testing.T) {
 			r := installChart(t, ctx, "muster", ns, "--set", "mode="+tt.mode,
 				"--set", fmt.Sprintf("schedulerPlugins.installPodGroupCRD=%t", tt.schedulerPlugins))
 			p := startReplica(t, ctx, r, "replica-0")
-			if _, err := p.waitLog(ctx, "successfully acquired lease "+tt.lease, 30*time.Second); err != nil {
+			if _, err := p.waitLog(ctx, leaseAcquired(tt.lease), 30*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			checkProbes(t, ctx, r, p)
@@ -219,7 +219,7 @@ func TestKubeadmStaticPod(t *testing.T) {
 		kubeconfig: impersonatingKubeconfig(t, "kube-scheduler.kubeconfig", "system:kube-scheduler"),
 		env:        env,
 	})
-	if _, err := p.waitLog(ctx, "successfully acquired lease kube-system/kube-scheduler", 30*time.Second); err != nil {
+	if _, err := p.waitLog(ctx, leaseAcquired("kube-system/kube-scheduler"), 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	for _, probe := range []*v1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {

@@ -126,6 +126,12 @@ func (p *schedulerProcess) read(r io.Reader, closer io.Closer) {
 
 // waitLog waits until a log line contains substr and returns when it was
 // read.
+// leaseAcquired is what client-go's leader election logs when this
+// process takes the lease namespace/name.
+func leaseAcquired(lease string) string {
+	return `"Successfully acquired lease" lock="` + lease + `"`
+}
+
 func (p *schedulerProcess) waitLog(ctx context.Context, substr string, timeout time.Duration) (time.Time, error) {
 	deadline := time.After(timeout)
 	seen := 0

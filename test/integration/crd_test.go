@@ -36,9 +36,9 @@ func TestPodGroupValidation(t *testing.T) {
 		{name: "minMember 0", spec: v1alpha1.PodGroupSpec{MinMember: 0},
 			wantErr: "spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1"},
 		{name: "minTaskMember sum above minMember", spec: v1alpha1.PodGroupSpec{MinMember: 3, MinTaskMember: map[string]int32{"ps": 2, "worker": 2}},
-			wantErr: "spec.minTaskMember: Invalid value: \"object\": the sum of minTaskMember must not exceed minMember"},
+			wantErr: "spec.minTaskMember: Invalid value: the sum of minTaskMember must not exceed minMember"},
 		{name: "negative role minimum", spec: v1alpha1.PodGroupSpec{MinMember: 3, MinTaskMember: map[string]int32{"ps": -1}},
-			wantErr: "spec.minTaskMember: Invalid value: \"object\": every role minimum must be >= 0"},
+			wantErr: "spec.minTaskMember: Invalid value: every role minimum must be >= 0"},
 		{name: "scheduleTimeoutSeconds 0", spec: v1alpha1.PodGroupSpec{MinMember: 1, ScheduleTimeoutSeconds: ptr.To[int32](0)},
 			wantErr: "spec.scheduleTimeoutSeconds: Invalid value: 0"},
 		{name: "queue not a name", spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "Team A"},
@@ -66,13 +66,13 @@ func TestQueueValidation(t *testing.T) {
 		}}},
 		{name: "guarantee above deserved", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{
 			Guarantee: res("cpu", "20"), Deserved: res("cpu", "10"),
-		}}, wantErr: "spec.guarantee: Invalid value: \"object\": guarantee must not exceed deserved for any resource"},
+		}}, wantErr: "spec.guarantee: Invalid value: guarantee must not exceed deserved for any resource"},
 		{name: "deserved above capability", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{
 			Deserved: res("memory", "2Gi"), Capability: res("memory", "1Gi"),
-		}}, wantErr: "spec.deserved: Invalid value: \"object\": deserved must not exceed capability for any resource"},
+		}}, wantErr: "spec.deserved: Invalid value: deserved must not exceed capability for any resource"},
 		{name: "guarantee above capability", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{
 			Guarantee: res("nvidia.com/gpu", "8"), Capability: res("nvidia.com/gpu", "4"),
-		}}, wantErr: "spec.guarantee: Invalid value: \"object\": guarantee must not exceed capability for any resource"},
+		}}, wantErr: "spec.guarantee: Invalid value: guarantee must not exceed capability for any resource"},
 		{name: "weight 0", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Weight: -1}},
 			wantErr: "spec.weight: Invalid value: -1: spec.weight in body should be greater than or equal to 1"},
 		{name: "parent is self", queue: v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "selfish"}, Spec: v1alpha1.QueueSpec{Parent: "selfish"}},

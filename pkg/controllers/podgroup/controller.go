@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -37,6 +38,7 @@ const maxMemberEvents = 20
 // Controller writes PodGroup status and records Events for gangs that wait.
 type Controller struct {
 	client   musterclient.Interface
+	kube     kubernetes.Interface
 	lister   musterlisters.PodGroupLister
 	manager  *gang.Manager
 	recorder events.EventRecorder
@@ -55,10 +57,11 @@ type Controller struct {
 }
 
 // New builds the controller; Run starts it.
-func New(client musterclient.Interface, lister musterlisters.PodGroupLister, manager *gang.Manager, recorder events.EventRecorder, admitted func(gang.Key) bool) *Controller {
+func New(client musterclient.Interface, kube kubernetes.Interface, lister musterlisters.PodGroupLister, manager *gang.Manager, recorder events.EventRecorder, admitted func(gang.Key) bool) *Controller {
 	c := &Controller{
 		admitted:  admitted,
 		client:    client,
+		kube:      kube,
 		lister:    lister,
 		manager:   manager,
 		recorder:  recorder,
@@ -91,7 +94,7 @@ func (c *Controller) handOver(queue workqueue.TypedRateLimitingInterface[gang.Ke
 	}
 	c.mu.Unlock()
 	for k := range keys {
-		if k.Family != gang.FamilyMuster && !c.changesAnnouncement(k) {
+		if k.Family != gang.FamilyMuster && k.Family != gang.FamilyUpstream && !c.changesAnnouncement(k) {
 			continue // no PodGroup to write, and nothing new to say
 		}
 		queue.Add(k)
@@ -165,8 +168,11 @@ func (c *Controller) processNext(ctx context.Context, queue workqueue.TypedRateL
 func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err error) {
 	s := c.manager.Status(key)
 	c.announce(ctx, key, &s)
+	if key.Family == gang.FamilyUpstream {
+		return false, c.syncUpstream(ctx, key, &s)
+	}
 	if key.Family != gang.FamilyMuster {
-		return false, nil // Muster writes status only for its own PodGroups
+		return false, nil // no PodGroup whose status Muster writes
 	}
 	pg, err := c.lister.PodGroups(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {

@@ -15,7 +15,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/muster-sched/muster/apis/config"
 	"github.com/muster-sched/muster/apis/config/validation"
@@ -35,12 +34,12 @@ type Binpack struct {
 }
 
 var (
-	_ framework.PreScorePlugin = &Binpack{}
-	_ framework.ScorePlugin    = &Binpack{}
+	_ fwk.PreScorePlugin = &Binpack{}
+	_ fwk.ScorePlugin    = &Binpack{}
 )
 
 // New builds the plugin from validated BinpackArgs.
-func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.BinpackArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type BinpackArgs, got %T", obj)
@@ -136,7 +135,7 @@ func (b *Binpack) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, no
 
 func score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	if s.weightSum == 0 {
-		return framework.MinNodeScore
+		return fwk.MinNodeScore
 	}
 	var sum float64
 	for i, r := range s.requests {
@@ -146,11 +145,11 @@ func score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 		}
 		after := used + r.amount
 		if after > allocatable {
-			return framework.MinNodeScore
+			return fwk.MinNodeScore
 		}
 		sum += float64(s.weights[i]) * float64(after) / float64(allocatable)
 	}
-	return int64(float64(framework.MaxNodeScore) * sum / float64(s.weightSum))
+	return int64(float64(fwk.MaxNodeScore) * sum / float64(s.weightSum))
 }
 
 // allocatableAndUsed returns the node's allocatable amount of a resource and
@@ -170,4 +169,4 @@ func allocatableAndUsed(nodeInfo fwk.NodeInfo, name v1.ResourceName) (int64, int
 }
 
 // ScoreExtensions is nil: scores are already in [0, 100].
-func (b *Binpack) ScoreExtensions() framework.ScoreExtensions { return nil }
+func (b *Binpack) ScoreExtensions() fwk.ScoreExtensions { return nil }

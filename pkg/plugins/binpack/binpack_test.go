@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -38,7 +39,7 @@ func TestScore(t *testing.T) {
 		nodes        []*v1.Node
 		existingPods []*v1.Pod
 		wantSkip     bool
-		wantScores   framework.NodeScoreList
+		wantScores   fwk.NodeScoreList
 	}{
 		{
 			name:      "empty nodes score by the pod's own fraction",
@@ -46,7 +47,7 @@ func TestScore(t *testing.T) {
 			pod:       st.MakePod().Name("p").Req(map[v1.ResourceName]string{"cpu": "1", "memory": "1Gi"}).Obj(),
 			nodes:     []*v1.Node{node("n1", "4", "8Gi", ""), node("n2", "2", "2Gi", "")},
 			// n1: 100·(1/4 + 1/8)/2 = 18.75; n2: 100·(1/2 + 1/2)/2 = 50.
-			wantScores: framework.NodeScoreList{{Name: "n1", Score: 18}, {Name: "n2", Score: 50}},
+			wantScores: fwk.NodeScoreList{{Name: "n1", Score: 18}, {Name: "n2", Score: 50}},
 		},
 		{
 			name:      "the fuller node scores higher",
@@ -57,7 +58,7 @@ func TestScore(t *testing.T) {
 				st.MakePod().Name("e1").Node("n2").Req(map[v1.ResourceName]string{"cpu": "2", "memory": "2Gi"}).Obj(),
 			},
 			// n1: 100·(1/4+1/4)/2 = 25; n2: 100·(3/4+3/4)/2 = 75.
-			wantScores: framework.NodeScoreList{{Name: "n1", Score: 25}, {Name: "n2", Score: 75}},
+			wantScores: fwk.NodeScoreList{{Name: "n1", Score: 25}, {Name: "n2", Score: 75}},
 		},
 		{
 			name:      "a node the pod would overflow scores 0",
@@ -68,14 +69,14 @@ func TestScore(t *testing.T) {
 				st.MakePod().Name("e1").Node("n2").Req(map[v1.ResourceName]string{"cpu": "2"}).Obj(),
 			},
 			// Only cpu is requested, so only cpu is scored: n1 75, n2 overflows.
-			wantScores: framework.NodeScoreList{{Name: "n1", Score: 75}, {Name: "n2", Score: 0}},
+			wantScores: fwk.NodeScoreList{{Name: "n1", Score: 75}, {Name: "n2", Score: 0}},
 		},
 		{
 			name:       "a full node scores 100",
 			resources:  cpuMem,
 			pod:        st.MakePod().Name("p").Req(map[v1.ResourceName]string{"cpu": "2", "memory": "2Gi"}).Obj(),
 			nodes:      []*v1.Node{node("n1", "2", "2Gi", "")},
-			wantScores: framework.NodeScoreList{{Name: "n1", Score: 100}},
+			wantScores: fwk.NodeScoreList{{Name: "n1", Score: 100}},
 		},
 		{
 			name:      "weights tilt the score towards the heavier resource",
@@ -83,7 +84,7 @@ func TestScore(t *testing.T) {
 			pod:       st.MakePod().Name("p").Req(map[v1.ResourceName]string{"cpu": "1", "memory": "1Gi"}).Obj(),
 			nodes:     []*v1.Node{node("n1", "2", "8Gi", ""), node("n2", "8", "2Gi", "")},
 			// n1: 100·(3·1/2 + 1·1/8)/4 = 40.6; n2: 100·(3·1/8 + 1·1/2)/4 = 21.9.
-			wantScores: framework.NodeScoreList{{Name: "n1", Score: 40}, {Name: "n2", Score: 21}},
+			wantScores: fwk.NodeScoreList{{Name: "n1", Score: 40}, {Name: "n2", Score: 21}},
 		},
 		{
 			name:      "a weighted GPU packs onto the GPU node already in use",
@@ -94,7 +95,7 @@ func TestScore(t *testing.T) {
 				st.MakePod().Name("e1").Node("n2").Req(map[v1.ResourceName]string{gpu: "4"}).Obj(),
 			},
 			// n1: 100·(8·1/8 + 1/8 + 1/8)/10 = 12.5; n2: 100·(8·5/8 + 1/8 + 1/8)/10 = 52.5.
-			wantScores: framework.NodeScoreList{{Name: "n1", Score: 12}, {Name: "n2", Score: 52}},
+			wantScores: fwk.NodeScoreList{{Name: "n1", Score: 12}, {Name: "n2", Score: 52}},
 		},
 		{
 			name:      "an extended resource that is not listed is not scored",
@@ -104,7 +105,7 @@ func TestScore(t *testing.T) {
 			existingPods: []*v1.Pod{
 				st.MakePod().Name("e1").Node("n1").Req(map[v1.ResourceName]string{gpu: "7"}).Obj(),
 			},
-			wantScores: framework.NodeScoreList{{Name: "n1", Score: 25}},
+			wantScores: fwk.NodeScoreList{{Name: "n1", Score: 25}},
 		},
 		{
 			name:      "a resource the node lacks contributes 0 but keeps its weight",
@@ -112,7 +113,7 @@ func TestScore(t *testing.T) {
 			pod:       st.MakePod().Name("p").Req(map[v1.ResourceName]string{"cpu": "2", "example.com/fpga": "1"}).Obj(),
 			nodes:     []*v1.Node{node("n1", "4", "8Gi", "")},
 			// 100·(2/4 + 0)/2 = 25.
-			wantScores: framework.NodeScoreList{{Name: "n1", Score: 25}},
+			wantScores: fwk.NodeScoreList{{Name: "n1", Score: 25}},
 		},
 		{
 			name:      "a pod requesting none of the weighted resources is skipped",
@@ -137,7 +138,7 @@ func TestScore(t *testing.T) {
 				t.Fatal(err)
 			}
 			state := framework.NewCycleState()
-			status := p.(framework.PreScorePlugin).PreScore(ctx, state, tt.pod, tf.BuildNodeInfos(tt.nodes))
+			status := p.(fwk.PreScorePlugin).PreScore(ctx, state, tt.pod, tf.BuildNodeInfos(tt.nodes))
 			if tt.wantSkip {
 				if !status.IsSkip() {
 					t.Fatalf("PreScore: want Skip, got %v", status)
@@ -147,17 +148,17 @@ func TestScore(t *testing.T) {
 			if !status.IsSuccess() {
 				t.Fatalf("PreScore: %v", status)
 			}
-			var got framework.NodeScoreList
+			var got fwk.NodeScoreList
 			for _, n := range tt.nodes {
 				nodeInfo, err := snapshot.Get(n.Name)
 				if err != nil {
 					t.Fatal(err)
 				}
-				score, status := p.(framework.ScorePlugin).Score(ctx, state, tt.pod, nodeInfo)
+				score, status := p.(fwk.ScorePlugin).Score(ctx, state, tt.pod, nodeInfo)
 				if !status.IsSuccess() {
 					t.Fatalf("Score(%s): %v", n.Name, status)
 				}
-				got = append(got, framework.NodeScore{Name: n.Name, Score: score})
+				got = append(got, fwk.NodeScore{Name: n.Name, Score: score})
 			}
 			if diff := cmp.Diff(tt.wantScores, got); diff != "" {
 				t.Errorf("scores (-want,+got):\n%s", diff)
@@ -187,7 +188,7 @@ func TestScoreWithoutPreScore(t *testing.T) {
 		{st.MakePod().Name("p").Req(map[v1.ResourceName]string{"cpu": "2"}).Obj(), 50},
 		{st.MakePod().Name("best-effort").Obj(), 0},
 	} {
-		got, status := p.(framework.ScorePlugin).Score(ctx, framework.NewCycleState(), tt.pod, nodeInfo)
+		got, status := p.(fwk.ScorePlugin).Score(ctx, framework.NewCycleState(), tt.pod, nodeInfo)
 		if !status.IsSuccess() || got != tt.want {
 			t.Errorf("Score(%s) = %d, %v; want %d, success", tt.pod.Name, got, status, tt.want)
 		}

@@ -29,7 +29,7 @@ const Name = "Gang"
 
 // Gang implements gang scheduling.
 type Gang struct {
-	handle     framework.Handle
+	handle     fwk.Handle
 	framework  framework.Framework
 	placer     *placement.Placer
 	batch      *batch.Batch
@@ -44,18 +44,18 @@ type Gang struct {
 }
 
 var (
-	_ framework.PreEnqueuePlugin  = &Gang{}
-	_ framework.QueueSortPlugin   = &Gang{}
-	_ framework.PreFilterPlugin   = &Gang{}
-	_ framework.PostFilterPlugin  = &Gang{}
-	_ framework.ReservePlugin     = &Gang{}
-	_ framework.PermitPlugin      = &Gang{}
-	_ framework.EnqueueExtensions = &Gang{}
+	_ fwk.PreEnqueuePlugin  = &Gang{}
+	_ fwk.QueueSortPlugin   = &Gang{}
+	_ fwk.PreFilterPlugin   = &Gang{}
+	_ fwk.PostFilterPlugin  = &Gang{}
+	_ fwk.ReservePlugin     = &Gang{}
+	_ fwk.PermitPlugin      = &Gang{}
+	_ fwk.EnqueueExtensions = &Gang{}
 )
 
 // New builds the plugin. Every profile of the process shares one gang
 // state, built on first use and stopped with ctx.
-func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.GangArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type GangArgs, got %T", obj)
@@ -88,12 +88,12 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 func (pl *Gang) Name() string { return Name }
 
 // keyOf returns the pod's gang, if it has one.
-func keyOf(pod *v1.Pod) (gang.Key, bool) { return gang.KeyOf(pod) }
+func (pl *Gang) keyOf(pod *v1.Pod) (gang.Key, bool) { return pl.manager.KeyOf(pod) }
 
 // PreEnqueue keeps a member out of the active queue until its gang is valid:
 // enough members exist (per role too) and its labels or PodGroup make sense.
 func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
-	if _, ok := keyOf(pod); !ok {
+	if _, ok := pl.keyOf(pod); !ok {
 		return nil // not a gang's: PreEnqueue costs it nothing
 	}
 	if pl.batch.Hold(ctx, pod) {

@@ -30,7 +30,7 @@ func TestLessUnmanagedIsPrioritySort(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		infos = append(infos, &framework.QueuedPodInfo{PodInfo: pi, Timestamp: now.Add(time.Duration(i%4) * time.Second)})
+		infos = append(infos, &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: now.Add(time.Duration(i%4) * time.Second)}})
 	}
 	stock := &queuesort.PrioritySort{}
 	pl := &Gang{}
@@ -58,7 +58,7 @@ func TestLessSameGangFollowsMemberOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &framework.QueuedPodInfo{PodInfo: pi, Timestamp: queued.Add(queuedAfter)}
+		return &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: queued.Add(queuedAfter)}}
 	}
 	tests := []struct {
 		name string

@@ -24,7 +24,7 @@ func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint,
 	events := []fwk.ClusterEventWithHint{
 		// A new member can make the gang valid; a bound sibling can make it
 		// ready for members waiting behind a plan.
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodLabel}, QueueingHintFn: isSibling},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodLabel}, QueueingHintFn: pl.isSibling},
 		// A pod leaving a node frees room.
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.freesRoom},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}, QueueingHintFn: pl.nodeChanged},
@@ -38,13 +38,13 @@ func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint,
 	return events, nil
 }
 
-func isSibling(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+func (pl *Gang) isSibling(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
 	other, ok := newObj.(*v1.Pod)
 	if !ok {
 		return fwk.Queue, nil
 	}
-	a, ok := keyOf(pod)
-	if b, okb := keyOf(other); ok && okb && a == b {
+	a, ok := pl.keyOf(pod)
+	if b, okb := pl.keyOf(other); ok && okb && a == b {
 		logger.V(5).Info("Sibling changed: requeue", "pod", klog.KObj(pod), "sibling", klog.KObj(other))
 		return fwk.Queue, nil
 	}
@@ -74,7 +74,7 @@ func (pl *Gang) nodeChanged(_ klog.Logger, _ *v1.Pod, _, _ any) (fwk.QueueingHin
 // Muster itself) are skipped.
 func (pl *Gang) namesGang(family gang.Family) fwk.QueueingHintFn {
 	return func(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-		key, ok := keyOf(pod)
+		key, ok := pl.keyOf(pod)
 		if !ok || key.Family != family {
 			return fwk.QueueSkip, nil
 		}

@@ -8,14 +8,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
 // Reserve records the member as placed.
 func (pl *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
-	if key, ok := keyOf(pod); ok {
+	if key, ok := pl.keyOf(pod); ok {
 		pl.manager.Reserve(key, pod.UID, node)
 	}
 	return nil
@@ -25,7 +24,7 @@ func (pl *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node s
 // Permit timed out or was rejected, or binding failed). Its waiting
 // siblings are released at once, and the gang will be planned afresh.
 func (pl *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
-	key, ok := keyOf(pod)
+	key, ok := pl.keyOf(pod)
 	if !ok {
 		return
 	}
@@ -37,7 +36,7 @@ func (pl *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 // sibling go with it. Until then the member waits, bounded by the gang's
 // scheduleTimeoutSeconds.
 func (pl *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
-	key, ok := keyOf(pod)
+	key, ok := pl.keyOf(pod)
 	if !ok {
 		return nil, 0
 	}
@@ -58,8 +57,8 @@ func (pl *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ str
 }
 
 func (pl *Gang) allowWaiting(ctx context.Context, key gang.Key) {
-	pl.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
-		if k, ok := keyOf(wp.GetPod()); ok && k == key {
+	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		if k, ok := pl.keyOf(wp.GetPod()); ok && k == key {
 			klog.FromContext(ctx).V(4).Info("Gang ready: member allowed", "pod", klog.KObj(wp.GetPod()), "gang", key)
 			wp.Allow(Name)
 		}
@@ -70,8 +69,8 @@ func (pl *Gang) allowWaiting(ctx context.Context, key gang.Key) {
 // says how many there were.
 func (pl *Gang) releaseWaiting(ctx context.Context, key gang.Key, why string) int {
 	released := 0
-	pl.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
-		if k, ok := keyOf(wp.GetPod()); ok && k == key {
+	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		if k, ok := pl.keyOf(wp.GetPod()); ok && k == key {
 			klog.FromContext(ctx).V(3).Info("Releasing waiting member", "pod", klog.KObj(wp.GetPod()), "gang", key, "reason", why)
 			wp.Reject(Name, gangMessage(key, why))
 			released++

@@ -18,11 +18,11 @@ import (
 // this cycle's snapshot; if the gang cannot be placed whole, the member is
 // rejected and nothing is reserved. Members with a plan are filtered on
 // their planned node only.
-func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if gang.IsTrial(state) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	key, ok := keyOf(pod)
+	key, ok := pl.keyOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -37,7 +37,7 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	}
 	now := pl.now()
 	if node, planned, hasPlan := pl.manager.PlannedNode(key, pod.UID, now); planned {
-		return &framework.PreFilterResult{NodeNames: sets.New(node)}, nil
+		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	} else if hasPlan {
 		return nil, waitForPlan(state, key)
 	}
@@ -60,7 +60,7 @@ func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	pl.manager.SetPlan(key, plan, now)
 	activateSiblings(state, pod, members)
 	if node, ok := plan[pod.UID]; ok {
-		return &framework.PreFilterResult{NodeNames: sets.New(node)}, nil
+		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	}
 	return nil, waitForPlan(state, key)
 }
@@ -81,14 +81,14 @@ func waitForPlan(state fwk.CycleState, key gang.Key) *fwk.Status {
 }
 
 // PreFilterExtensions is nil: Gang keeps no per-node state in the cycle.
-func (pl *Gang) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+func (pl *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // PostFilter runs when a member could not be placed: its waiting siblings
 // are released at once and the plan is dropped, so the gang holds nothing
 // and is planned afresh when the cluster changes. Stock preemption is not
 // attempted for a member alone; pods in no gang are left to it.
-func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
-	key, ok := keyOf(pod)
+func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	key, ok := pl.keyOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}

@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
@@ -25,13 +25,16 @@ import (
 // What Less reads of a member is kept between comparisons (see orders)
 // while it holds: the scheduling queue compares the pod it sifts about
 // twenty times per pop, and most gangs do not change between pops.
-func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
-	podA, podB := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
-	if pa, pb := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); pa != pb {
+//
+// An entity that is not a pod (kube-scheduler's own pod groups, queued only
+// where its GenericWorkload gate is on) compares as a pod in no gang.
+func (pl *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
+	if pa, pb := a.GetPriority(), b.GetPriority(); pa != pb {
 		return pa > pb
 	}
-	ka, oka := keyOf(podA)
-	kb, okb := keyOf(podB)
+	podA, podB := podOf(a), podOf(b)
+	ka, oka := pl.keyOfEntity(podA)
+	kb, okb := pl.keyOfEntity(podB)
 	switch {
 	case !oka && !okb:
 		return a.GetTimestamp().Before(b.GetTimestamp()) // PrioritySort
@@ -89,6 +92,22 @@ func (pl *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }
 
+// podOf is the pod a queued entity holds; nil for a pod group.
+func podOf(e fwk.QueuedEntityInfo) *v1.Pod {
+	if p, ok := e.(interface{ GetPodInfo() fwk.PodInfo }); ok {
+		return p.GetPodInfo().GetPod()
+	}
+	return nil
+}
+
+// keyOfEntity is keyOf for a queued entity's pod, which may be nil.
+func (pl *Gang) keyOfEntity(pod *v1.Pod) (gang.Key, bool) {
+	if pod == nil {
+		return gang.Key{}, false
+	}
+	return pl.keyOf(pod)
+}
+
 // refreshOrder brings o, the entry of member uid, up to date: its position
 // in its gang, and withStatus (queues order it: qs on, snap their last
 // snapshot) its queue and projection.
@@ -113,7 +132,7 @@ func (pl *Gang) refreshOrder(o *order, uid types.UID, withStatus bool, qs *queue
 
 // orderTime is the time a pod is ordered by: its gang's creation, or for a
 // pod in no gang (or a gang not known yet) the time it was queued.
-func orderTime(q fwk.QueuedPodInfo, pos *gang.Position, inGang bool) time.Time {
+func orderTime(q fwk.QueuedEntityInfo, pos *gang.Position, inGang bool) time.Time {
 	if !inGang || pos.Created.IsZero() {
 		return q.GetTimestamp()
 	}

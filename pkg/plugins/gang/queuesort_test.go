@@ -102,7 +102,7 @@ func TestLessKeptOrdersAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			infos = append(infos, &framework.QueuedPodInfo{PodInfo: pi, Timestamp: now.Add(time.Duration(i%3) * time.Second)})
+			infos = append(infos, &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: now.Add(time.Duration(i%3) * time.Second)}})
 		}
 		before := 0
 		// Twice: the second pass reads the entries the first one kept.
@@ -279,13 +279,13 @@ func BenchmarkLessPop(b *testing.B) {
 				func(a, b *framework.QueuedPodInfo) bool { return pl.Less(a, b) })
 			fill := func() {
 				for _, p := range pending {
-					key, _ := keyOf(p)
+					key, _ := gang.KeyOf(p)
 					manager.Unreserve(key, p.UID)
 				}
 				state.Refresh()
 				for _, p := range pending {
 					pi, _ := framework.NewPodInfo(p)
-					h.AddOrUpdate(&framework.QueuedPodInfo{PodInfo: pi, Timestamp: created})
+					h.AddOrUpdate(&framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: created}})
 				}
 			}
 			fill()
@@ -299,7 +299,7 @@ func BenchmarkLessPop(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				key, _ := keyOf(info.Pod)
+				key, _ := gang.KeyOf(info.Pod)
 				manager.Reserve(key, info.Pod.UID, "n0")
 				state.Refresh()
 			}

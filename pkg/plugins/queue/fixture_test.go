@@ -17,10 +17,10 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
@@ -231,7 +231,7 @@ func newTestPlugin(t testing.TB, c testCluster, drfPreemption bool) (context.Con
 }
 
 // newFit is NodeResourcesFit with its default arguments.
-func newFit(ctx context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
+func newFit(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args := &schedconfig.NodeResourcesFitArgs{ScoringStrategy: &schedconfig.ScoringStrategy{
 		Type:      schedconfig.LeastAllocated,
 		Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},

@@ -10,8 +10,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
-
-	"github.com/muster-sched/muster/pkg/gang"
 )
 
 const queues fwk.EventResource = "queues.v1alpha1.scheduling.muster.dev"
@@ -23,7 +21,7 @@ const queues fwk.EventResource = "queues.v1alpha1.scheduling.muster.dev"
 func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: queues, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: queueSpecChanged},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: boundPodLeft},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.boundPodLeft},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
 	}, nil
 }
@@ -45,12 +43,12 @@ func queueSpecChanged(_ klog.Logger, _ *v1.Pod, oldObj, newObj any) (fwk.Queuein
 // boundPodLeft queues when a bound pod left (room freed, its queue's
 // allocation shrank) or a pending pod of some queue was deleted (its
 // queue's request shrank, so others may deserve more).
-func boundPodLeft(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+func (pl *Plugin) boundPodLeft(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	deleted, _, err := util.As[*v1.Pod](oldObj, nil)
 	if err != nil || deleted.Spec.NodeName != "" {
 		return fwk.Queue, nil
 	}
-	if _, managed := gang.KeyOf(deleted); managed {
+	if _, managed := pl.gangs.KeyOf(deleted); managed {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

@@ -54,13 +54,13 @@ type Plugin struct {
 }
 
 var (
-	_ framework.PreFilterPlugin   = &Plugin{}
-	_ framework.PostFilterPlugin  = &Plugin{}
-	_ framework.EnqueueExtensions = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
 // NewProportion builds the Proportion plugin.
-func NewProportion(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+func NewProportion(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.ProportionArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type ProportionArgs, got %T", obj)
@@ -69,7 +69,7 @@ func NewProportion(ctx context.Context, obj runtime.Object, h framework.Handle) 
 }
 
 // NewCapacity builds the Capacity plugin.
-func NewCapacity(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+func NewCapacity(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.CapacityArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type CapacityArgs, got %T", obj)
@@ -77,7 +77,7 @@ func NewCapacity(ctx context.Context, obj runtime.Object, h framework.Handle) (f
 	return newPlugin(ctx, h, CapacityName, queue.Capacity, args.OvercommitFactor, args.DRFPreemption)
 }
 
-func newPlugin(ctx context.Context, h framework.Handle, name string, policy queue.Policy, overcommit float64, drfPreemption bool) (*Plugin, error) {
+func newPlugin(ctx context.Context, h fwk.Handle, name string, policy queue.Policy, overcommit float64, drfPreemption bool) (*Plugin, error) {
 	if err := validation.ValidateOvercommitFactor(field.NewPath(name+"Args"), overcommit); err != nil {
 		return nil, err
 	}
@@ -126,11 +126,11 @@ func (pl *Plugin) Name() string { return pl.name }
 // and checks that the queue can take what the gang still needs (the pod
 // alone once the gang is ready) without going over its ceiling. Pods in
 // no gang and no queue are not Muster's to limit.
-func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if gang.IsTrial(state) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	key, ok := gang.KeyOf(pod)
+	key, ok := pl.gangs.KeyOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -181,4 +181,4 @@ func need(st *gang.Status, requests v1.ResourceList) queue.Vector {
 }
 
 // PreFilterExtensions is nil: the plugin keeps no per-node state.
-func (pl *Plugin) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }

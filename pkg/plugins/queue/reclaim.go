@@ -66,8 +66,8 @@ const (
 //
 // A gang that is ready already (an elastic member) preempts only within
 // its queue: it has started, and its queue's share is not what holds it.
-func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
-	key, ok := gang.KeyOf(pod)
+func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	key, ok := pl.gangs.KeyOf(pod)
 	if !ok || (pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
 	"github.com/muster-sched/muster/pkg/queue"
@@ -25,7 +25,7 @@ type records struct {
 	gangs *gang.Manager
 	// handle is the first profile's: profiles share the scheduling queue
 	// and the cycle's snapshot.
-	handle framework.Handle
+	handle fwk.Handle
 	logger klog.Logger
 
 	mu sync.Mutex
@@ -47,7 +47,7 @@ var recordsByState sync.Map // *queue.State → *records
 // recordsFor returns the records shared by the plugins over state s, made
 // on the first call, which also watches pod deletions for them; they are
 // dropped when ctx (the scheduler's) ends.
-func recordsFor(ctx context.Context, s *queue.State, gangs *gang.Manager, h framework.Handle) *records {
+func recordsFor(ctx context.Context, s *queue.State, gangs *gang.Manager, h fwk.Handle) *records {
 	fresh := &records{
 		gangs: gangs, handle: h, logger: klog.FromContext(ctx),
 		evicted: map[gang.Key][]victim{}, evicting: map[types.UID]unit{},
