@@ -66,7 +66,8 @@ type Options struct {
 	// GangAPI serves Kubernetes' own gang API, as a 1.37 cluster that turned
 	// it on: feature gates GenericWorkload and WorkloadWithJob, and the
 	// beta API scheduling.k8s.io/v1beta1 (Workload, PodGroup). Feature
-	// gates are process-wide: a scheduler in this process sees them too.
+	// gates are process-wide: a scheduler in this process sees them too,
+	// until the next control plane of the process sets them again.
 	GangAPI bool
 }
 
@@ -81,8 +82,11 @@ func Start(ctx context.Context, extraCRDs ...fs.FS) (*ControlPlane, error) {
 // StartWithOptions is Start with Options.
 func StartWithOptions(ctx context.Context, o Options) (*ControlPlane, error) {
 	flags := append([]string(nil), apiserverFlags...)
+	// Set either way: feature gates are process-wide, and a control plane
+	// started before this one in the process may have turned them on.
+	flags = append(flags, fmt.Sprintf("--feature-gates=GenericWorkload=%t,WorkloadWithJob=%t", o.GangAPI, o.GangAPI))
 	if o.GangAPI {
-		flags = append(flags, "--feature-gates=GenericWorkload=true,WorkloadWithJob=true", "--runtime-config=scheduling.k8s.io/v1beta1=true")
+		flags = append(flags, "--runtime-config=scheduling.k8s.io/v1beta1=true")
 	}
 	if o.RBAC {
 		flags = append(flags, "--authorization-mode=RBAC")

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func TestTimeToFairShare(t *testing.T) {
 		},
 		{
 			name:        "within the scenario's tolerance",
-			tolerance:   ptr(0.1),
+			tolerance:   ptr.To(0.1),
 			created:     late,
 			samples:     []sample{sampleAt(1.4, off6, full), sampleAt(1.6, off4, full)},
 			want:        []FairShareBurst{{Workload: "late", Queue: "b", ArrivalSeconds: 1, SecondsToFair: 0.4, Reached: true}},
@@ -227,8 +228,6 @@ func TestFirstArrivalPods(t *testing.T) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestCheckTimeToFairShare(t *testing.T) {
 	bound := 1.5

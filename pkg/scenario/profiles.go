@@ -69,7 +69,9 @@ profiles:
 func schedulerConfig(profile string, gangWait time.Duration, speedup float64) ([]byte, error) {
 	var base []byte
 	switch profile {
-	case ProfileStock:
+	case ProfileStock, ProfileUpstream:
+		// The upstream profile's control plane turns GenericWorkload on
+		// in this process, which puts GangScheduling among the defaults.
 		base = []byte(stockConfig)
 	case ProfileCoscheduling:
 		base = []byte(fmt.Sprintf(coschedulingConfig, int(gangWait.Seconds())))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -86,7 +87,10 @@ func runProfile(parent context.Context, s *Scenario, profile string, run int, op
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, schedulerplugins.FS, elasticquota.FS)
+	cp, err := controlplane.StartWithOptions(ctx, controlplane.Options{
+		CRDs:    []fs.FS{schedulerplugins.FS, elasticquota.FS},
+		GangAPI: profile == ProfileUpstream,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -392,6 +396,9 @@ func (c *creator) createGroup(ctx context.Context, a arrival) error {
 	switch c.profile {
 	case ProfileMuster, ProfileMusterBinpack:
 		_, err := c.cp.Muster.SchedulingV1alpha1().PodGroups(ns).Create(ctx, a.musterPodGroup(c.s.gangWait), metav1.CreateOptions{})
+		return err
+	case ProfileUpstream:
+		_, err := c.cp.Client.SchedulingV1beta1().PodGroups(ns).Create(ctx, a.upstreamPodGroup(), metav1.CreateOptions{})
 		return err
 	case ProfileCoscheduling:
 		obj, err := toUnstructured(a.coschedulingPodGroup(c.s.gangWait))

@@ -61,7 +61,7 @@ func TestParseValid(t *testing.T) {
 		MinMember int
 		Arrivals  int
 		Gangs     bool
-	}{[]string{"stock", "coscheduling", "muster"}, 3*5 + 3, 3, 4, true}
+	}{[]string{"stock", "upstream", "coscheduling", "muster"}, 3*5 + 3, 3, 4, true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parsed scenario (-want +got):\n%s", diff)
 	}

@@ -7,9 +7,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	musterv1alpha1 "github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -222,6 +224,23 @@ func (a arrival) coschedulingPodGroup(gangWait time.Duration) *spv1alpha1.PodGro
 	}
 }
 
+// upstreamPodGroup is the copy's gang as Kubernetes' own PodGroup, with the
+// gang policy (it has no per-role minimums) and the members' priority
+// class, which kube-scheduler requires their priority to match.
+func (a arrival) upstreamPodGroup() *schedulingv1beta1.PodGroup {
+	w := a.workload
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: a.groupName(), Namespace: w.namespace()},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(w.minMember())},
+		}},
+	}
+	if w.Priority != 0 {
+		pg.Spec.PriorityClassName = priorityClassName(w.Priority)
+	}
+	return pg
+}
+
 // pods are the copy's pods as the profile sees them: gang members carry
 // the group label of the profile's gang implementation, or none (stock,
 // capacityscheduling).
@@ -261,6 +280,8 @@ func (a arrival) pods(profile string) []*v1.Pod {
 					}
 				case ProfileCoscheduling:
 					pod.Labels[musterv1alpha1.SchedulerPluginsLabelPodGroup] = a.groupName()
+				case ProfileUpstream:
+					pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(a.groupName())}
 				}
 			}
 			out = append(out, pod)

@@ -168,7 +168,10 @@ func pathAtLine(root *yaml.Node, line int, key string) path {
 
 // Known profile names.
 const (
-	ProfileStock              = "stock"
+	ProfileStock = "stock"
+	// ProfileUpstream is kube-scheduler with Kubernetes' own gang API on
+	// (GenericWorkload: its PodGroup cycle and GangScheduling plugin).
+	ProfileUpstream           = "upstream"
 	ProfileCoscheduling       = "coscheduling"
 	ProfileCapacityScheduling = "capacityscheduling"
 	ProfileMuster             = "muster"
@@ -176,7 +179,7 @@ const (
 )
 
 // Profiles lists every profile the runner knows, in report order.
-var Profiles = []string{ProfileStock, ProfileCoscheduling, ProfileCapacityScheduling, ProfileMuster, ProfileMusterBinpack}
+var Profiles = []string{ProfileStock, ProfileUpstream, ProfileCoscheduling, ProfileCapacityScheduling, ProfileMuster, ProfileMusterBinpack}
 
 // relativeMetrics are the metrics a relative bound may compare.
 var relativeMetrics = map[string]bool{
@@ -351,7 +354,7 @@ func (s *Scenario) validate() []fieldError {
 func (s *Scenario) defaultProfiles() []string {
 	out := []string{ProfileStock}
 	if s.HasGangs() {
-		out = append(out, ProfileCoscheduling)
+		out = append(out, ProfileUpstream, ProfileCoscheduling)
 	}
 	if s.HasQuotas() {
 		out = append(out, ProfileCapacityScheduling)

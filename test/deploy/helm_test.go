@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -40,20 +39,19 @@ var chartDir = filepath.Join(repoRoot, "manifests", "charts", "muster")
 
 // kubeVersion is what helm renders and lints for: the Kubernetes release
 // this module builds on, the in-process apiserver's, whatever helm's
-// default.
-var kubeVersion = kubernetesRelease()
+// default. TestMain sets it.
+var kubeVersion string
 
-// kubernetesRelease is the version of k8s.io/kubernetes this test binary
-// is built with, without the "v".
-func kubernetesRelease() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "k8s.io/kubernetes" {
-				return strings.TrimPrefix(d.Version, "v")
-			}
-		}
+// kubernetesRelease is the version of k8s.io/kubernetes the module
+// requires, without the "v".
+func kubernetesRelease() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m k8s.io/kubernetes: %w", err)
 	}
-	panic("k8s.io/kubernetes is not among the test binary's modules")
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), nil
 }
 
 // runHelm runs helm and returns its standard output; a failure carries its

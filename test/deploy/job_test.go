@@ -12,6 +12,7 @@ import (
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	jobcontroller "k8s.io/kubernetes/pkg/controller/job"
@@ -37,6 +38,7 @@ func TestJobControllerGang(t *testing.T) {
 	}
 	// Two nodes of 4 cpu.
 	w := newWorkload(t, ctx, "work-job", "default-scheduler", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	t.Cleanup(func() { releaseJobPods(w.ns) })
 	startJobController(t, ctx)
 	pods := watchJobPods(t, ctx, w.ns)
 
@@ -88,6 +90,23 @@ func startJobController(t *testing.T, ctx context.Context) {
 		wg.Wait()
 		f.Shutdown()
 	})
+}
+
+// releaseJobPods removes the Job controller's finalizer from the pods of
+// ns, once the controller has stopped, so that deleting them (as the
+// workload's clean-up does) removes them: the suite's later cases must
+// not count their resources.
+func releaseJobPods(ns string) {
+	ctx := context.Background()
+	pods, err := cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		if len(p.Finalizers) > 0 {
+			_, _ = cluster.Client.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+	}
 }
 
 // createGangJob creates an indexed Job of n pods requesting cpu that run
@@ -257,4 +276,3 @@ func (j *jobPods) waitFor(ctx context.Context, timeout time.Duration, cond func(
 		}
 	}
 }
-

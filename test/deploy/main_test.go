@@ -47,6 +47,10 @@ func run(m *testing.M) int {
 		controlplane.QuietLogs()
 	}
 	var err error
+	if kubeVersion, err = kubernetesRelease(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if helmBin, err = findHelm(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -33,7 +33,7 @@ func TestUpstreamPodGroups(t *testing.T) {
 	if _, err := p.waitLog(ctx, leaseAcquired("kube-system/kube-scheduler"), 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !p.hasLogged(`"upstreamPodGroups"=true`) {
+	if !p.hasLogged("upstreamPodGroups=true") {
 		t.Fatalf("the scheduler does not schedule scheduling.k8s.io PodGroups; its log:\n%s", p.tail(40))
 	}
 	// Two nodes of 4 cpu.
@@ -55,7 +55,7 @@ func TestUpstreamPodGroups(t *testing.T) {
 	// A gang of 2 × 2 cpu cannot fit beside it (1 cpu free): nothing binds.
 	u.createPodGroup("waits", ptr.To[int32](2), nil)
 	u.create("waits", 2, "2")
-	u.waitCondition("waits", metav1.ConditionFalse, "Unschedulable", "placeable")
+	u.waitCondition("waits", metav1.ConditionFalse, "Unschedulable", "")
 	if n := u.bound("waits"); n != 0 {
 		t.Fatalf("%d members of gang waits bound, want none before room frees", n)
 	}
@@ -71,8 +71,8 @@ func TestUpstreamPodGroups(t *testing.T) {
 	u.waitCondition("waits", metav1.ConditionTrue, "Scheduled", "")
 
 	// The PodGroup's queue label puts the gang in that queue: a queue
-	// capped at 2 cpu refuses a gang needing 4, and admits it once the
-	// cap is raised.
+	// capped at 2 cpu refuses a gang needing 3 (3 cpu are free), and
+	// admits it once the cap is raised.
 	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "upstream-capped"}, Spec: v1alpha1.QueueSpec{
 		Capability: map[v1.ResourceName]resource.Quantity{v1.ResourceCPU: resource.MustParse("2")},
 	}}
@@ -82,8 +82,8 @@ func TestUpstreamPodGroups(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cluster.Muster.SchedulingV1alpha1().Queues().Delete(context.Background(), q.Name, metav1.DeleteOptions{})
 	})
-	u.createPodGroup("queued", ptr.To[int32](2), map[string]string{v1alpha1.LabelQueue: q.Name})
-	u.create("queued", 2, "1")
+	u.createPodGroup("queued", ptr.To[int32](3), map[string]string{v1alpha1.LabelQueue: q.Name})
+	u.create("queued", 3, "1")
 	u.waitCondition("queued", metav1.ConditionFalse, "Unschedulable", q.Name)
 	if n := u.bound("queued"); n != 0 {
 		t.Fatalf("%d members of gang queued bound over its queue's capability", n)
@@ -92,11 +92,11 @@ func TestUpstreamPodGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q.Spec.Capability = map[v1.ResourceName]resource.Quantity{v1.ResourceCPU: resource.MustParse("4")}
+	q.Spec.Capability = map[v1.ResourceName]resource.Quantity{v1.ResourceCPU: resource.MustParse("3")}
 	if _, err := cluster.Muster.SchedulingV1alpha1().Queues().Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	u.waitBound("queued", 2, 30*time.Second)
+	u.waitBound("queued", 3, 30*time.Second)
 
 	p.stop()
 	if lines := p.forbidden(); len(lines) > 0 {
@@ -193,4 +193,60 @@ func (u upstreamWorkload) waitCondition(group string, status metav1.ConditionSta
 		u.t.Fatalf("PodGroup %s: condition %s is %+v, want status %s, reason %s, a message containing %q", group,
 			schedulingv1beta1.PodGroupInitiallyScheduled, last, status, reason, msg)
 	}
+}
+
+// TestUpstreamReclaim: queue qa's gang of Kubernetes PodGroup fills the
+// cluster; queue qb's gang arrives, and reclaim takes back qb's share
+// from the members of qa's gang above its minCount, and no more. The
+// cluster-wide overcommit bound is raised: at the chart's default (1.2 ×
+// allocatable) a full cluster admits no new gang, and so reclaims for none.
+func TestUpstreamReclaim(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	r := installChart(t, ctx, "muster", "muster-upreclaim", "--set", "mode=replace-default", "--set", "plugins.queue.overcommitFactor=2")
+	p := startReplica(t, ctx, r, "replica-0")
+	if _, err := p.waitLog(ctx, leaseAcquired("kube-system/kube-scheduler"), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorkload(t, ctx, "work-upreclaim", "default-scheduler", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	u := upstreamWorkload{w}
+	for _, name := range []string{"upstream-qa", "upstream-qb"} {
+		q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.QueueSpec{Weight: 1}}
+		if _, err := cluster.Muster.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cluster.Muster.SchedulingV1alpha1().Queues().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+	u.createPodGroup("a", ptr.To[int32](2), map[string]string{v1alpha1.LabelQueue: "upstream-qa"})
+	u.create("a", 4, "2")
+	u.waitBound("a", 4, 30*time.Second)
+
+	u.createPodGroup("b", ptr.To[int32](2), map[string]string{v1alpha1.LabelQueue: "upstream-qb"})
+	u.create("b", 2, "2")
+	u.waitBound("b", 2, 30*time.Second)
+	if n := u.live("a"); n != 2 {
+		t.Errorf("gang a has %d members left, want its minCount 2: reclaim takes the members above it, and no more", n)
+	}
+	p.stop()
+	if lines := p.forbidden(); len(lines) > 0 {
+		t.Errorf("the chart's RBAC refused the scheduler:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// live counts the pods of the PodGroup that exist and are not being
+// deleted.
+func (u upstreamWorkload) live(group string) int {
+	u.t.Helper()
+	pods, err := cluster.Client.CoreV1().Pods(u.ns).List(u.ctx, metav1.ListOptions{LabelSelector: upstreamGangLabel + "=" + group})
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
 }
