@@ -36,6 +36,7 @@ type Binpack struct {
 var (
 	_ fwk.PreScorePlugin = &Binpack{}
 	_ fwk.ScorePlugin    = &Binpack{}
+	_ fwk.SignPlugin     = &Binpack{}
 )
 
 // New builds the plugin from validated BinpackArgs.
@@ -120,6 +121,22 @@ func getPreScoreState(state fwk.CycleState) (*preScoreState, error) {
 		return nil, fmt.Errorf("%+v convert to binpack.preScoreState error", c)
 	}
 	return s, nil
+}
+
+// signerName keys the pod's weighted requests in its signature.
+const signerName = "muster.dev/Binpack.weightedRequests"
+
+// SignPod lets kube-scheduler's opportunistic batching reuse a cycle's
+// scores for a pod like the one before it: Binpack's score depends on the
+// pod only through its requests of the weighted resources.
+// The framework signs with the fragments' JSON, so the value is a map.
+func (b *Binpack) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	s := b.podState(pod)
+	requests := make(map[v1.ResourceName]int64, len(s.requests))
+	for _, r := range s.requests {
+		requests[r.name] = r.amount
+	}
+	return []fwk.SignFragment{{Key: signerName, Value: requests}}, nil
 }
 
 // Score returns how full the node would be, in [0, 100]. When the profile

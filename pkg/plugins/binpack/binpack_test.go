@@ -2,6 +2,7 @@ package binpack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -278,5 +279,37 @@ func BenchmarkScore(b *testing.B) {
 				b.Fatal(s)
 			}
 		}
+	}
+}
+
+// TestSignPod: pods with the same requests of the weighted resources are
+// signed alike, others not.
+func TestSignPod(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	p, err := New(ctx, &config.BinpackArgs{Resources: cpuMem}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := p.(*Binpack)
+	// The framework compares the fragments' JSON.
+	sign := func(pod *v1.Pod) string {
+		f, status := bp.SignPod(ctx, pod)
+		if !status.IsSuccess() {
+			t.Fatalf("SignPod(%s): %v", pod.Name, status)
+		}
+		data, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	a := sign(st.MakePod().Name("a").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "1Gi"}).Obj())
+	b := sign(st.MakePod().Name("b").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "1Gi"}).Obj())
+	c := sign(st.MakePod().Name("c").Req(map[v1.ResourceName]string{v1.ResourceCPU: "2", v1.ResourceMemory: "1Gi"}).Obj())
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("pods with the same requests signed differently (-a +b):\n%s", diff)
+	}
+	if a == c {
+		t.Errorf("pods with other cpu requests signed alike: %s", a)
 	}
 }

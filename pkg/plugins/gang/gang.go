@@ -51,6 +51,7 @@ var (
 	_ fwk.ReservePlugin     = &Gang{}
 	_ fwk.PermitPlugin      = &Gang{}
 	_ fwk.EnqueueExtensions = &Gang{}
+	_ fwk.SignPlugin        = &Gang{}
 )
 
 // New builds the plugin. Every profile of the process shares one gang
@@ -89,6 +90,17 @@ func (pl *Gang) Name() string { return Name }
 
 // keyOf returns the pod's gang, if it has one.
 func (pl *Gang) keyOf(pod *v1.Pod) (gang.Key, bool) { return pl.manager.KeyOf(pod) }
+
+// SignPod lets kube-scheduler's opportunistic batching reuse a cycle's
+// results for a pod in no gang, which Gang's PreFilter skips; a profile
+// with a plugin that cannot sign batches nothing at all. A member is never
+// batched: it follows its gang's plan.
+func (pl *Gang) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if _, ok := pl.keyOf(pod); ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member follows its gang's plan")
+	}
+	return nil, nil
+}
 
 // PreEnqueue keeps a member out of the active queue until its gang is valid:
 // enough members exist (per role too) and its labels or PodGroup make sense.

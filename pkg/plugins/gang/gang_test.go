@@ -96,3 +96,29 @@ func TestPreEnqueueUnmanagedIsNotHeld(t *testing.T) {
 		t.Errorf("PreEnqueue(unmanaged pod) = %v, want success", s)
 	}
 }
+
+// TestSignPod: pods in no gang are signed (kube-scheduler may batch them),
+// members never are.
+func TestSignPod(t *testing.T) {
+	tests := []struct {
+		name       string
+		pod        *v1.Pod
+		wantSigned bool
+	}{
+		{name: "in no gang", pod: st.MakePod().Name("web").Obj(), wantSigned: true},
+		{name: "a member", pod: st.MakePod().Name("m").Labels(map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "2"}).Obj()},
+		{name: "a queue's", pod: st.MakePod().Name("q").Labels(map[string]string{v1alpha1.LabelQueue: "team"}).Obj()},
+	}
+	pl := &Gang{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fragments, status := pl.SignPod(context.Background(), tt.pod)
+			if got := status.IsSuccess(); got != tt.wantSigned {
+				t.Fatalf("SignPod status %v, want signed %v", status, tt.wantSigned)
+			}
+			if len(fragments) != 0 {
+				t.Errorf("SignPod fragments %v, want none: Gang's PreFilter reads nothing of a pod it skips", fragments)
+			}
+		})
+	}
+}

@@ -57,6 +57,7 @@ var (
 	_ fwk.PreFilterPlugin   = &Plugin{}
 	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
 )
 
 // NewProportion builds the Proportion plugin.
@@ -121,6 +122,17 @@ func newPlugin(ctx context.Context, h fwk.Handle, name string, policy queue.Poli
 
 // Name returns the plugin's name.
 func (pl *Plugin) Name() string { return pl.name }
+
+// SignPod lets kube-scheduler's opportunistic batching reuse a cycle's
+// results for a pod in no gang and no queue, which the queue policies do
+// not limit; a managed pod's admission and ceiling change with every
+// placement, so it is never batched.
+func (pl *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if _, ok := pl.gangs.KeyOf(pod); ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "a managed pod is admitted and limited by its queue")
+	}
+	return nil, nil
+}
 
 // PreFilter admits the pod's gang to its queue if it is not yet admitted,
 // and checks that the queue can take what the gang still needs (the pod
