@@ -2,9 +2,11 @@ package gang
 
 import (
 	"fmt"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -35,9 +37,12 @@ func (m *Manager) upstreamGang(namespace, name string) bool {
 }
 
 // upstreamHandler handles the events of scheduling.k8s.io PodGroups. Their
-// policy decides membership (UpstreamGang), so a PodGroup that appears or
-// goes re-resolves the pods that name it: the pods of a basic-policy
-// PodGroup leave the gang they waited in for it, and are woken.
+// policy decides membership (UpstreamGang), so a PodGroup that appears,
+// changes or goes re-resolves the pods that name it: the pods of a
+// basic-policy PodGroup leave the gang they waited in for it. Those pods
+// and the gang's pending members are woken: they may have been parked
+// against the PodGroup as it was. Updates that change neither the spec nor
+// the labels (status, which Muster writes) change nothing.
 func (m *Manager) upstreamHandler() cache.ResourceEventHandler {
 	changed := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -57,27 +62,38 @@ func (m *Manager) upstreamHandler() cache.ResourceEventHandler {
 			}
 		}
 		m.mu.Unlock()
-		var left []*v1.Pod
+		var wake []*v1.Pod
 		for _, p := range members {
 			if k, ok := m.KeyOf(p); !ok || k != key {
 				m.updatePod(p)
 				if p.Spec.NodeName == "" {
-					left = append(left, p)
+					wake = append(wake, p)
 				}
 			}
 		}
 		m.notify(key, usageChange)
-		if len(left) > 0 {
-			m.listenersMu.Lock()
-			ws := m.onWake
-			m.listenersMu.Unlock()
-			for _, f := range ws {
-				f(key, left)
-			}
+		wake = append(wake, m.PendingMembers(key)...)
+		if len(wake) == 0 {
+			return
+		}
+		m.listenersMu.Lock()
+		ws := m.onWake
+		m.listenersMu.Unlock()
+		for _, f := range ws {
+			f(key, wake)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed,
+		AddFunc: changed,
+		UpdateFunc: func(oldObj, newObj any) {
+			old, okOld := oldObj.(*schedulingv1beta1.PodGroup)
+			pg, okNew := newObj.(*schedulingv1beta1.PodGroup)
+			if okOld && okNew && equality.Semantic.DeepEqual(old.Spec, pg.Spec) && maps.Equal(old.Labels, pg.Labels) {
+				return
+			}
+			changed(newObj)
+		},
+		DeleteFunc: changed,
 	}
 }
 

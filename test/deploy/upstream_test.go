@@ -40,10 +40,15 @@ func TestUpstreamPodGroups(t *testing.T) {
 	w := newWorkload(t, ctx, "work-upstream", "default-scheduler", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
 	u := upstreamWorkload{w}
 
-	// A basic-policy PodGroup is no gang: its pods bind one by one, as
-	// plain pods, with no queue.
-	u.createPodGroup("web", nil, nil)
+	// Pods wait for their PodGroup, as kube-scheduler's would; a
+	// basic-policy PodGroup is no gang: once it exists its pods bind one by
+	// one, as plain pods, with no queue.
 	u.create("web", 1, "1")
+	time.Sleep(time.Second)
+	if n := u.bound("web"); n != 0 {
+		t.Fatalf("a pod bound before the PodGroup it names existed")
+	}
+	u.createPodGroup("web", nil, nil)
 	u.waitBound("web", 1, 30*time.Second)
 
 	// A gang of 3 × 2 cpu fits (7 cpu free): it binds whole.
@@ -150,14 +155,19 @@ func (u upstreamWorkload) create(group string, n int, cpu string) {
 
 // bound counts the bound pods of the PodGroup.
 func (u upstreamWorkload) bound(group string) int {
+	return u.count(group, func(p *v1.Pod) bool { return p.Spec.NodeName != "" })
+}
+
+// count counts the pods of the PodGroup for which ok holds.
+func (u upstreamWorkload) count(group string, ok func(*v1.Pod) bool) int {
 	u.t.Helper()
 	pods, err := cluster.Client.CoreV1().Pods(u.ns).List(u.ctx, metav1.ListOptions{LabelSelector: upstreamGangLabel + "=" + group})
 	if err != nil {
 		u.t.Fatal(err)
 	}
 	n := 0
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != "" {
+	for i := range pods.Items {
+		if ok(&pods.Items[i]) {
 			n++
 		}
 	}
@@ -237,16 +247,5 @@ func TestUpstreamReclaim(t *testing.T) {
 // live counts the pods of the PodGroup that exist and are not being
 // deleted.
 func (u upstreamWorkload) live(group string) int {
-	u.t.Helper()
-	pods, err := cluster.Client.CoreV1().Pods(u.ns).List(u.ctx, metav1.ListOptions{LabelSelector: upstreamGangLabel + "=" + group})
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	n := 0
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			n++
-		}
-	}
-	return n
+	return u.count(group, func(p *v1.Pod) bool { return p.DeletionTimestamp == nil })
 }
