@@ -38,9 +38,11 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench SCENARIO|DIR...",
 		Short: "Run scenarios once per scheduler profile and compare them side by side",
 		Long: `Runs each scenario file (a cluster, queues, a timeline of gangs and pods) once
-per scheduler profile — the stock kube-scheduler, scheduler-plugins'
-Coscheduling and CapacityScheduling, and Muster — each on a fresh in-process
-control plane with simulated nodes and kubelet, and prints the metrics side by
+per scheduler profile — the stock kube-scheduler, kube-scheduler with
+Kubernetes' own gang API on (upstream), scheduler-plugins' Coscheduling and
+CapacityScheduling (the muster-comparator binary), and Muster — each on a
+fresh in-process control plane with simulated nodes and kubelet, and prints
+the metrics side by
 side: makespan, throughput, scheduling attempts, gang latency, partial gangs,
 wasted reservations, utilization, fairness, packing and evictions.
 

@@ -181,7 +181,7 @@ func measure(s *Scenario, o *observer, rel, open []released, sched schedulerCoun
 		Evictions:             o.evictions,
 		WallSeconds:           end.Sub(start).Seconds(),
 	}
-	preemptors := preemptorSet(o.pods, o.victimEvents())
+	preemptors := preemptorSet(o.pods, o.victimEvents(), o.evictions)
 	r.Preemptors, r.ReclaimedPods = len(preemptors), reclaimedPods(o.pods, preemptors)
 	var firstCreated, firstBound, lastBound, lastDone time.Time
 	boundUIDs := map[string]bool{}

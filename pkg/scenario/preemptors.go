@@ -106,9 +106,14 @@ func (o *observer) awaitVictimEvents(ctx context.Context, limit time.Duration) {
 // preemptorSet is the set of pods, by namespace/name, that preempted: the
 // observed pods that were nominated, and the related pod of each victim
 // Event regarding an observed pod. A pod is in it once however many victims
-// it had and whether or not it was also nominated.
-func preemptorSet(pods map[string]*podRecord, events []*eventsv1.Event) map[string]bool {
+// it had and whether or not it was also nominated. A run that evicted
+// nothing had no preemptor: kube-scheduler also nominates pods that wait at
+// Permit or for their binding, which are not preemptions.
+func preemptorSet(pods map[string]*podRecord, events []*eventsv1.Event, evictions int) map[string]bool {
 	set := map[string]bool{}
+	if evictions == 0 {
+		return set
+	}
 	for key, p := range pods {
 		if p.nominated {
 			set[key] = true

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,9 @@ func TestPreemptorSet(t *testing.T) {
 		name   string
 		pods   map[string]*podRecord
 		events []*eventsv1.Event
-		want   map[string]bool
+		// evictions is the run's count; 1 unless a case says otherwise.
+		evictions *int
+		want      map[string]bool
 	}{
 		{
 			name: "nothing happened",
@@ -57,6 +60,12 @@ func TestPreemptorSet(t *testing.T) {
 			name: "nominated without Events yet",
 			pods: observed("a/urgent-0"),
 			want: map[string]bool{"a/urgent-0": true},
+		},
+		{
+			name:      "nominated in a run that evicted nothing: waiting at Permit or for its binding",
+			pods:      observed("a/urgent-0"),
+			evictions: ptr.To(0),
+			want:      map[string]bool{},
 		},
 		{
 			name: "kube-scheduler: nominated and related to its victims' Events, counted once",
@@ -102,7 +111,7 @@ func TestPreemptorSet(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := preemptorSet(tc.pods, tc.events)
+			got := preemptorSet(tc.pods, tc.events, ptr.Deref(tc.evictions, 1))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("preemptors (-want +got):\n%s", diff)
 			}
