@@ -89,9 +89,11 @@ func (c *Controller) enqueue(key gang.Key) {
 func (c *Controller) handOver(queue workqueue.TypedRateLimitingInterface[gang.Key]) {
 	c.mu.Lock()
 	keys := c.pending
-	if len(keys) > 0 {
-		c.pending = make(map[gang.Key]struct{}, len(keys))
+	if len(keys) == 0 {
+		c.mu.Unlock()
+		return // keys is c.pending still: not to be read unlocked
 	}
+	c.pending = make(map[gang.Key]struct{}, len(keys))
 	c.mu.Unlock()
 	for k := range keys {
 		if k.Family != gang.FamilyMuster && k.Family != gang.FamilyUpstream && !c.changesAnnouncement(k) {
