@@ -101,6 +101,30 @@ func TestUpstreamPodGroups(t *testing.T) {
 	if _, err := cluster.Muster.SchedulingV1alpha1().Queues().Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The gang is submitted again once the queue's status shows the new
+	// ceiling: a waiting gang retried on the Queue's update event may still
+	// read the old ceiling, and nothing retries it after (issue 23).
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		q, err := cluster.Muster.SchedulingV1alpha1().Queues().Get(ctx, q.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := q.Status.RealCapability[v1.ResourceCPU]
+		return c.Cmp(resource.MustParse("3")) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("queue %s: realCapability never showed the raised cpu capability: %v", q.Name, err)
+	}
+	if err := cluster.Client.CoreV1().Pods(w.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
+		metav1.ListOptions{LabelSelector: upstreamGangLabel + "=queued"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return u.count("queued", func(*v1.Pod) bool { return true }) == 0, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	u.create("queued", 3, "1")
 	u.waitBound("queued", 3, 30*time.Second)
 
 	p.stop()

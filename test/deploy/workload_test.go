@@ -48,11 +48,33 @@ func newWorkload(t *testing.T, ctx context.Context, ns, schedulerName string, no
 		if dyn, err := dynamic.NewForConfig(cluster.JSONConfig()); err == nil {
 			_ = dyn.Resource(schedulerPluginsPodGroups).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		}
+		deleteUpstreamGroups(ctx, ns)
 	})
 	if _, err := simulator.CreateNodes(ctx, cluster.Client, ns, nodes, shape); err != nil {
 		t.Fatal(err)
 	}
 	return &workload{t: t, ctx: ctx, ns: ns, schedulerName: schedulerName}
+}
+
+// deleteUpstreamGroups deletes the scheduling.k8s.io PodGroups and
+// Workloads of ns. Their protection finalizers are removed first: no
+// controller runs here that would.
+func deleteUpstreamGroups(ctx context.Context, ns string) {
+	release := []byte(`{"metadata":{"finalizers":null}}`)
+	podGroups := cluster.Client.SchedulingV1beta1().PodGroups(ns)
+	if list, err := podGroups.List(ctx, metav1.ListOptions{}); err == nil {
+		for _, pg := range list.Items {
+			_, _ = podGroups.Patch(ctx, pg.Name, types.MergePatchType, release, metav1.PatchOptions{})
+		}
+	}
+	_ = podGroups.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	workloads := cluster.Client.SchedulingV1beta1().Workloads(ns)
+	if list, err := workloads.List(ctx, metav1.ListOptions{}); err == nil {
+		for _, w := range list.Items {
+			_, _ = workloads.Patch(ctx, w.Name, types.MergePatchType, release, metav1.PatchOptions{})
+		}
+	}
+	_ = workloads.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 }
 
 // gangPods builds the members of a gang: label-only (min-available) unless
