@@ -9,13 +9,10 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/muster-sched/muster/pkg/plugins"
+	"github.com/muster-sched/muster/pkg/server"
 )
 
 func main() {
-	command := app.NewSchedulerCommand(plugins.Options()...)
-	command.Use = "muster-scheduler"
-	os.Exit(cli.Run(command))
+	os.Exit(cli.Run(server.NewCommand()))
 }

@@ -1,7 +1,8 @@
 // Package batch holds the batch state of one scheduler process: the gangs,
-// the queue accounting and the status controllers. kube-scheduler builds a
-// plugin instance per profile; they all share this one state, built on
-// first use and dropped when the scheduler stops.
+// the queue accounting, the reclaim records and the status controllers.
+// kube-scheduler builds a plugin instance per profile; they all share this
+// one state, built by the first plugin built and stopped with the
+// scheduler.
 package batch
 
 import (
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -29,7 +29,6 @@ import (
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
-	"github.com/muster-sched/muster/pkg/controllers"
 	"github.com/muster-sched/muster/pkg/controllers/podgroup"
 	queuecontroller "github.com/muster-sched/muster/pkg/controllers/queue"
 	"github.com/muster-sched/muster/pkg/gang"
@@ -62,23 +61,57 @@ type Batch struct {
 	// held back, by namespace/name.
 	started bool
 	held    map[string]*v1.Pod
+
+	// onLead are run once this replica leads (OnLead).
+	onLead []func(context.Context)
 }
 
-var (
-	mu sync.Mutex
-	// byScheduler holds the state of each running scheduler, keyed by its
-	// informer factory: one per scheduler, shared by its profiles.
-	byScheduler = map[informers.SharedInformerFactory]*Batch{}
-)
+// OnLead registers f to run, with the leader's context, once this replica
+// leads and the gang state has taken in the first lists; before the
+// process leads. f may write to the API.
+func (b *Batch) OnLead(f func(context.Context)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.onLead = append(b.onLead, f)
+}
 
-// For returns the batch state of the scheduler h belongs to, building it on
-// first use; it is dropped when ctx (the scheduler's) ends.
-func For(ctx context.Context, h fwk.Handle) (*Batch, error) {
-	mu.Lock()
-	defer mu.Unlock()
+// Process is the batch state of one scheduler process, built once for the
+// plugins of every profile (see Batch), and the replica's leadership: what
+// writes to the API runs only while this replica leads (see Lead).
+type Process struct {
+	mu    sync.Mutex
+	batch *Batch
+	// leading is closed by Lead; leadCtx is then the leader's context.
+	leading chan struct{}
+	leadCtx context.Context
+	once    sync.Once
+}
+
+// NewProcess returns the state of a scheduler process, empty until the
+// first plugin asks for it.
+func NewProcess() *Process { return &Process{leading: make(chan struct{})} }
+
+// Lead starts the writers: this replica leads the scheduler's election (or
+// runs without one). They stop when ctx ends. Later calls do nothing.
+func (p *Process) Lead(ctx context.Context) {
+	p.once.Do(func() {
+		p.leadCtx = ctx
+		close(p.leading)
+	})
+}
+
+// Batch returns the batch state of the scheduler h belongs to, building it
+// on first use; it stops when ctx (the scheduler's) ends. Every profile of
+// a scheduler shares its informer factory, and so this state.
+func (p *Process) Batch(ctx context.Context, h fwk.Handle) (*Batch, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	factory := h.SharedInformerFactory()
-	if b, ok := byScheduler[factory]; ok {
-		return b, nil
+	if p.batch != nil {
+		if p.batch.handle.SharedInformerFactory() != factory {
+			return nil, fmt.Errorf("a batch.Process serves one scheduler; build one per scheduler")
+		}
+		return p.batch, nil
 	}
 	clients, err := clientsFor(h.KubeConfig())
 	if err != nil {
@@ -92,16 +125,10 @@ func For(ctx context.Context, h fwk.Handle) (*Batch, error) {
 	}
 	b := &Batch{Gangs: m, handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
 	logger := klog.FromContext(ctx)
-	if err := b.startControllers(ctx); err != nil {
+	if err := b.startControllers(ctx, p); err != nil {
 		return nil, err
 	}
-	byScheduler[factory] = b
-	go func() {
-		<-ctx.Done()
-		mu.Lock()
-		delete(byScheduler, factory)
-		mu.Unlock()
-	}()
+	p.batch = b
 	logger.Info("Batch state started", "schedulerPluginsPodGroups", m.SchedulerPluginsInstalled(), "upstreamPodGroups", m.UpstreamInstalled())
 	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
 		logger.Info("Feature gate GenericWorkload is on in this scheduler: pods of scheduling.k8s.io PodGroups take kube-scheduler's PodGroup cycle, without Muster's gangs and queues; turn the gate off in muster-scheduler (not in the cluster) to give them both")
@@ -205,6 +232,10 @@ func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommi
 	if err != nil {
 		return nil, err
 	}
+	if _, err := inf.AddEventHandler(queueSpecChanged(s)); err != nil {
+		return nil, err
+	}
+	go b.wakeQueueWaiters(ctx, s)
 	b.queueInf = f
 	b.queues.Store(s)
 	close(b.queuesOn)
@@ -219,9 +250,10 @@ func (b *Batch) Recorder() events.EventRecorder { return b.recorder }
 // Lock-free: QueueSort reads it for every comparison.
 func (b *Batch) Queues() *queue.State { return b.queues.Load() }
 
-// startControllers runs the status controllers on the elected replica and
-// an event recorder for them; all stop with ctx.
-func (b *Batch) startControllers(ctx context.Context) error {
+// startControllers builds the status controllers and their Event
+// recorder, and runs them once this replica leads (p.Lead), until ctx or
+// the leader's context ends. A follower writes nothing.
+func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -230,25 +262,39 @@ func (b *Batch) startControllers(ctx context.Context) error {
 		return err
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: b.handle.ClientSet().EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
 	b.recorder = broadcaster.NewRecorder(scheme, "muster-scheduler")
 	pg := podgroup.New(b.clients.Muster, b.clients.Kube, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted)
 	go func() {
 		defer broadcaster.Shutdown()
-		controllers.RunWhenLeader(ctx, b.handle.ClientSet(), controllers.Namespace(), func(ctx context.Context) {
-			// Status is written from a complete gang state only: after a
-			// restart, a half-listed gang would say it lost members.
-			if !cache.WaitForCacheSync(ctx.Done(), b.Gangs.HasSynced) {
-				return
-			}
-			go pg.Run(ctx)
-			select {
-			case <-b.queuesOn:
-				q := queuecontroller.New(b.clients.Muster, b.queueInf.Scheduling().V1alpha1().Queues().Lister(), b.Queues(), b.Gangs, b.recorder)
-				q.Run(ctx)
-			case <-ctx.Done():
-			}
-		})
+		select {
+		case <-p.leading:
+		case <-ctx.Done():
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		context.AfterFunc(p.leadCtx, cancel)
+		// Events recorded before (none: a follower does not schedule)
+		// are dropped.
+		broadcaster.StartRecordingToSink(ctx.Done())
+		// Status is written from a complete gang state only: after a
+		// restart, a half-listed gang would say it lost members.
+		if !cache.WaitForCacheSync(ctx.Done(), b.Gangs.HasSynced) {
+			return
+		}
+		b.mu.Lock()
+		onLead := b.onLead
+		b.mu.Unlock()
+		for _, f := range onLead {
+			go f(ctx)
+		}
+		go pg.Run(ctx)
+		select {
+		case <-b.queuesOn:
+			q := queuecontroller.New(b.clients.Muster, b.queueInf.Scheduling().V1alpha1().Queues().Lister(), b.Queues(), b.Gangs, b.recorder)
+			q.Run(ctx)
+		case <-ctx.Done():
+		}
 	}()
 	return nil
 }

@@ -69,7 +69,22 @@ type Options struct {
 	// gates are process-wide: a scheduler in this process sees them too,
 	// until the next control plane of the process sets them again.
 	GangAPI bool
+	// AuditLog, when set, is the file the apiserver writes an audit event
+	// to (JSON lines, Metadata level) for every request that may change
+	// something: not get, list or watch. Tests count a client's writes
+	// with it.
+	AuditLog string
 }
+
+// auditPolicy logs what may change state, at Metadata level.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  verbs: [get, list, watch]
+- level: Metadata
+`
 
 // Start brings up etcd and kube-apiserver, installs the CRDs in extraCRDs
 // (files of CustomResourceDefinitions, e.g. scheduler-plugins' PodGroup)
@@ -90,6 +105,13 @@ func StartWithOptions(ctx context.Context, o Options) (*ControlPlane, error) {
 	}
 	if o.RBAC {
 		flags = append(flags, "--authorization-mode=RBAC")
+	}
+	if o.AuditLog != "" {
+		policy := o.AuditLog + ".policy.yaml"
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return nil, err
+		}
+		flags = append(flags, "--audit-policy-file="+policy, "--audit-log-path="+o.AuditLog, "--audit-log-mode=blocking")
 	}
 	r := &runner{name: "controlplane"}
 	cp := &ControlPlane{runner: r}

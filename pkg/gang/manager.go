@@ -47,11 +47,6 @@ type Manager struct {
 	// memberOf indexes every member by UID: a pod whose labels moved it
 	// to another gang, or out of all, leaves the gang it was in.
 	memberOf map[types.UID]Key
-	// epoch counts cluster changes that can make room (a node added or
-	// changed, a pod deleted or finished), as the scheduling queue reports
-	// them through QueueingHints: a gang that could not be placed in an
-	// epoch is not tried again until the next.
-	epoch uint64
 
 	pgLister musterlisters.PodGroupLister
 	spLister splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
@@ -136,7 +131,6 @@ type Plan struct {
 }
 
 type failure struct {
-	epoch   uint64
 	message string
 	at      time.Time
 }
@@ -321,23 +315,33 @@ const (
 	// members, their requests, placement, priority, role or liveness, its
 	// spec, or its reservations.
 	usageChange
+	// releaseChange: a usage change that may have given something back:
+	// a member stopped counting (finished, being deleted, gone, moved to
+	// another gang), a reservation was undone, or the PodGroup changed.
+	releaseChange
 )
 
+// listener is called with the gangs whose change is at least at.
 type listener struct {
-	f         func(Key)
-	usageOnly bool
+	f  func(Key)
+	at change
 }
 
 // OnChange registers f to be called with the key of every gang whose
 // status may have changed: its members or their state, its spec, its
 // reservations, plan or notes.
-func (m *Manager) OnChange(f func(Key)) { m.addListener(listener{f: f}) }
+func (m *Manager) OnChange(f func(Key)) { m.addListener(listener{f: f, at: statusChange}) }
 
 // OnUsageChange registers f to be called with the key of every gang whose
 // usage may have changed (see usageChange), which is what queue accounting
 // reads: not for a member that only started running. Most pod updates in
 // a busy cluster are such status updates.
-func (m *Manager) OnUsageChange(f func(Key)) { m.addListener(listener{f: f, usageOnly: true}) }
+func (m *Manager) OnUsageChange(f func(Key)) { m.addListener(listener{f: f, at: usageChange}) }
+
+// OnRelease registers f to be called with the key of every gang that may
+// have given something back (see releaseChange): room, queue usage or
+// admission that another gang may be waiting for.
+func (m *Manager) OnRelease(f func(Key)) { m.addListener(listener{f: f, at: releaseChange}) }
 
 func (m *Manager) addListener(l listener) {
 	m.listenersMu.Lock()
@@ -387,7 +391,7 @@ func (m *Manager) notifyChange(key Key, c change) {
 	ls := m.listeners
 	m.listenersMu.Unlock()
 	for _, l := range ls {
-		if c == usageChange || !l.usageOnly {
+		if c >= l.at {
 			l.f(key)
 		}
 	}
@@ -426,21 +430,12 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 				g.changed()
 			}
 			m.mu.Unlock()
-			m.notify(key, usageChange)
+			m.notify(key, releaseChange)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }, DeleteFunc: notify,
 	}
-}
-
-// ClusterChanged starts a new epoch: the cluster changed in a way that may
-// make room for gangs that did not fit. The scheduling queue's hints call
-// it before they requeue a member, so the member sees the new epoch.
-func (m *Manager) ClusterChanged() {
-	m.mu.Lock()
-	m.epoch++
-	m.mu.Unlock()
 }
 
 // Observe takes in a pod the scheduler is about to consider. The
@@ -511,7 +506,7 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 		// queue's lock. Relabels are rare.
 		m.removeLocked(prev, pod.UID)
 		defer func() {
-			m.notifyChange(prev, usageChange)
+			m.notifyChange(prev, releaseChange)
 			go m.checkValid(prev)
 		}()
 	}
@@ -527,7 +522,10 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 	g.changed()
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	c = statusChange
-	if old == nil || usageMoved(old, pod, g.requests[pod.UID], requests) {
+	switch {
+	case old != nil && counts(old) && !counts(pod):
+		c = releaseChange
+	case old == nil || usageMoved(old, pod, g.requests[pod.UID], requests):
 		c = usageChange
 	}
 	g.members[pod.UID] = pod
@@ -554,6 +552,10 @@ func usageMoved(old, pod *v1.Pod, oldReq, req v1.ResourceList) bool {
 		!maps.Equal(old.Labels, pod.Labels) ||
 		!quotav1.Equals(oldReq, req)
 }
+
+// counts reports whether a member holds or asks for anything: it has not
+// finished and is not being deleted.
+func counts(pod *v1.Pod) bool { return pod.DeletionTimestamp == nil && finishedAs(pod) == "" }
 
 // finishedAs is the phase of a finished pod, "" for a live one.
 func finishedAs(pod *v1.Pod) v1.PodPhase {
@@ -614,7 +616,7 @@ func (m *Manager) deletePod(pod *v1.Pod) {
 	}
 	m.mu.Unlock()
 	if ok {
-		m.notify(key, usageChange)
+		m.notify(key, releaseChange)
 	}
 }
 
@@ -689,6 +691,7 @@ func (m *Manager) computeStatusLocked(key Key, g *group) Status {
 	spec, err := resolveSpec(key, live, src)
 	s := computeStatus(key, spec, err, g.members, g.reserved, g.requests)
 	s.Waiting = g.failure.message
+	s.Tried = g.failure.message != "" || g.plan != nil
 	if s.Waiting == "" {
 		s.Waiting = g.note
 	}
@@ -832,7 +835,7 @@ func (m *Manager) Unreserve(key Key, uid types.UID) {
 		g.plan = nil
 	}
 	m.mu.Unlock()
-	m.notify(key, usageChange)
+	m.notify(key, releaseChange)
 }
 
 // PlannedNode returns the node the gang's plan gives member uid, if a live
@@ -884,13 +887,13 @@ func (m *Manager) DropPlan(key Key) {
 	m.mu.Unlock()
 }
 
-// RecordFailure records why the gang could not be placed in this epoch.
+// RecordFailure records why the gang could not be placed on its last try.
 func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	changed := g.failure.message != message
 	g.changed()
-	g.failure = failure{epoch: m.epoch, message: message, at: now}
+	g.failure = failure{message: message, at: now}
 	g.plan = nil
 	m.mu.Unlock()
 	if changed {
@@ -917,16 +920,22 @@ func (m *Manager) SetWaiting(key Key, why string) {
 	}
 }
 
-// FailedThisEpoch returns the message of a placement failure recorded since
-// the cluster last changed, if there is one.
-func (m *Manager) FailedThisEpoch(key Key) (string, bool) {
+// QueueWaiters returns the first pending member of every gang that waits
+// for its queue (SetWaiting): trying that member again tries the gang's
+// admission, and a plan made then activates its siblings.
+func (m *Manager) QueueWaiters() []*v1.Pod {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	g := m.groups[key]
-	if g == nil || g.failure.message == "" || g.failure.epoch != m.epoch {
-		return "", false
+	var out []*v1.Pod
+	for _, g := range m.groups {
+		if g.note == "" {
+			continue
+		}
+		if pending := g.pendingLocked(); len(pending) > 0 {
+			out = append(out, pending[0])
+		}
 	}
-	return g.failure.message, true
+	return out
 }
 
 // BoundMembers returns the live members bound to a node, newest first.

@@ -32,6 +32,9 @@ type Status struct {
 	LiveByRole, PlacedByRole map[string]int32
 	// Waiting says why the gang's pending members last failed to place.
 	Waiting string
+	// Tried says that the scheduler attempted to place the gang: it has a
+	// plan, or its last attempt failed.
+	Tried bool
 
 	// MinResources is what the gang needs to start: the spec's, else the
 	// summed requests of minMember members (each role its minimum).

@@ -71,7 +71,7 @@ func (m *Manager) upstreamHandler() cache.ResourceEventHandler {
 				}
 			}
 		}
-		m.notify(key, usageChange)
+		m.notify(key, releaseChange)
 		wake = append(wake, m.PendingMembers(key)...)
 		if len(wake) == 0 {
 			return

@@ -39,6 +39,9 @@ type cluster struct {
 	keyOf func(*v1.Pod) (gang.Key, bool)
 	// latest is allocatable, read without the lock.
 	latest atomic.Pointer[Vector]
+	// freed is called, without c.mu, when room may have been made: a node
+	// added or changed, a bound pod gone or finished.
+	freed func()
 
 	nodesSynced cache.InformerSynced
 	nodeLister  corelisters.NodeLister
@@ -71,11 +74,11 @@ func (s *sum) share() Vector {
 	return s.v
 }
 
-func newCluster(f informers.SharedInformerFactory, gangs *gang.Manager) (*cluster, error) {
+func newCluster(f informers.SharedInformerFactory, gangs *gang.Manager, freed func()) (*cluster, error) {
 	c := &cluster{
 		nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, seen: map[string]bool{},
 		allocatable: sum{v: Vector{}}, used: sum{v: Vector{}}, unmanaged: sum{v: Vector{}},
-		keyOf: gangs.KeyOf,
+		keyOf: gangs.KeyOf, freed: freed,
 	}
 	c.latest.Store(&Vector{})
 	nodes := f.Core().V1().Nodes()
@@ -138,16 +141,22 @@ func (c *cluster) setNode(obj any) {
 	if !ok {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	defer c.publishLocked()
-	c.seen[n.Name] = true
-	old, had := c.nodes[n.Name]
 	var v Vector
 	if schedulable(n) {
 		v = FromList(n.Status.Allocatable)
 	}
+	c.mu.Lock()
+	defer func() {
+		c.publishLocked()
+		c.mu.Unlock()
+		if v != nil {
+			c.freed()
+		}
+	}()
+	c.seen[n.Name] = true
+	old, had := c.nodes[n.Name]
 	if had && v != nil && old.Equal(v) {
+		v = nil
 		return // a status update that leaves allocatable alone: most
 	}
 	c.generation++
@@ -209,11 +218,17 @@ func (c *cluster) setPod(obj any) {
 		b = boundPod{requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if old, ok := c.pods[p.UID]; ok && bound && old.unmanaged == b.unmanaged && old.requests.Equal(b.requests) {
+		c.mu.Unlock()
 		return // a status update of a running pod: most pod events
 	}
-	c.removePodLocked(p.UID)
+	freed := c.removePodLocked(p.UID) && !bound
+	defer func() {
+		c.mu.Unlock()
+		if freed {
+			c.freed()
+		}
+	}()
 	if bound {
 		c.pods[p.UID] = b
 		c.used.own().Add(b.requests)
@@ -224,15 +239,19 @@ func (c *cluster) setPod(obj any) {
 	}
 }
 
-func (c *cluster) removePodLocked(uid types.UID) {
-	if old, ok := c.pods[uid]; ok {
-		c.used.own().Sub(old.requests)
-		if old.unmanaged {
-			c.generation++
-			c.unmanaged.own().Sub(old.requests)
-		}
-		delete(c.pods, uid)
+// removePodLocked forgets a bound pod and reports whether it was counted.
+func (c *cluster) removePodLocked(uid types.UID) bool {
+	old, ok := c.pods[uid]
+	if !ok {
+		return false
 	}
+	c.used.own().Sub(old.requests)
+	if old.unmanaged {
+		c.generation++
+		c.unmanaged.own().Sub(old.requests)
+	}
+	delete(c.pods, uid)
+	return true
 }
 
 func (c *cluster) deletePod(obj any) {
@@ -244,6 +263,9 @@ func (c *cluster) deletePod(obj any) {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.removePodLocked(p.UID)
+	freed := c.removePodLocked(p.UID)
+	c.mu.Unlock()
+	if freed {
+		c.freed()
+	}
 }

@@ -220,7 +220,11 @@ func divide(policy Policy, figs map[string]*Figures, siblings []string, parentRe
 			}
 		}
 	default:
-		waterFill(figs, siblings, avail)
+		shut := make([]bool, len(siblings))
+		for i, s := range siblings {
+			shut[i] = admitsNone(figs, s)
+		}
+		waterFill(figs, siblings, shut, avail)
 	}
 	for _, s := range siblings {
 		f := figs[s]
@@ -250,6 +254,22 @@ func realCapability(f *Figures, parentReal, guarantees Vector) Vector {
 	return real
 }
 
+// admitsNone reports whether a queue can admit no gang: it is Closed, its
+// place in the hierarchy is wrong (Invalid), or a queue above it is one of
+// these (Admit refuses a gang below a closed queue, and a queue below one
+// that admits nothing shares out only what that one holds).
+func admitsNone(figs map[string]*Figures, name string) bool {
+	for f := figs[name]; f != nil; f = figs[f.Parent] {
+		if f.Closed || f.Invalid != "" {
+			return true
+		}
+		if f.Parent == "" {
+			return false
+		}
+	}
+	return true // a parent that does not exist makes the queue Invalid
+}
+
 // waterFill divides avail among the queues by weight, per resource: the
 // weighted max-min fair division with floors and caps. Each queue gets
 // clamp(λ·weight, guarantee, min(realCapability, request)) for the water
@@ -257,7 +277,16 @@ func realCapability(f *Figures, parentReal, guarantees Vector) Vector {
 // A guarantee above the cap still wins. Carving floors first and sharing
 // the rest by weight is what the round-by-round filling approximates; this
 // finds it exactly and never hands out more than avail beyond guarantees.
-func waterFill(figs map[string]*Figures, queues []string, avail Vector) {
+//
+// A queue that admits nothing (shut: see admitsNone) takes no share of
+// what the others divide: it deserves what it holds, allocated + inqueue
+// (the rest of the minimum of gangs it admitted before it closed, which
+// still start), capped by realCapability, whatever the water level; the
+// others divide the rest by weight. Its pending work, which it cannot
+// admit, draws nothing. Its guarantee stays its floor: a guarantee is
+// reserved capacity, already kept out of its siblings' realCapability, so
+// none of them could use it were it deserved by no one.
+func waterFill(figs map[string]*Figures, queues []string, shut []bool, avail Vector) {
 	for _, q := range queues {
 		figs[q].Deserved = Vector{}
 	}
@@ -276,7 +305,14 @@ func waterFill(figs map[string]*Figures, queues []string, avail Vector) {
 		for i, q := range queues {
 			f := figs[q]
 			lo := float64(f.Guarantee[k])
-			hi := math.Max(lo, math.Min(float64(f.RealCapability[k]), float64(f.Request[k])))
+			want := f.Request[k]
+			if shut[i] {
+				want = f.Allocated[k] + f.Inqueue[k]
+			}
+			hi := math.Max(lo, math.Min(float64(f.RealCapability[k]), float64(want)))
+			if shut[i] {
+				lo = hi
+			}
 			b[i] = bounds{w: float64(f.Weight), lo: lo, hi: hi}
 			maxLevel = math.Max(maxLevel, hi/b[i].w)
 		}

@@ -15,6 +15,7 @@ func cpu(n int64) Vector { return Vector{"cpu": n * 1000} }
 
 func TestComputeProportion(t *testing.T) {
 	all := func(n int64) Usage { return Usage{Request: cpu(n)} }
+	holds := func(allocated, request int64) Usage { return Usage{Allocated: cpu(allocated), Request: cpu(request)} }
 	tests := []struct {
 		name         string
 		total        Vector
@@ -81,15 +82,83 @@ func TestComputeProportion(t *testing.T) {
 			},
 		},
 		{
-			name:         "an unknown parent and a loop are reported and placed at the top",
-			total:        cpu(30),
-			specs:        []Spec{{Name: "orphan", Parent: "nope", Weight: 1}, {Name: "x", Parent: "y", Weight: 1}, {Name: "y", Parent: "x", Weight: 1}},
-			usage:        map[string]Usage{"orphan": all(30), "x": all(30), "y": all(30)},
-			wantDeserved: map[string]Vector{"orphan": cpu(10), "x": cpu(10), "y": cpu(10)},
+			name:  "an unknown parent and a loop are reported, placed at the top, and deserve what they hold",
+			total: cpu(30),
+			specs: []Spec{{Name: "orphan", Parent: "nope", Weight: 1}, {Name: "x", Parent: "y", Weight: 1}, {Name: "y", Parent: "x", Weight: 1},
+				{Name: "ok", Weight: 1}},
+			usage: map[string]Usage{"orphan": holds(4, 30), "x": holds(2, 30), "y": all(30), "ok": all(30)},
+			// They cannot admit: what they ask for beyond what they hold
+			// draws nothing, and ok takes the rest.
+			wantDeserved: map[string]Vector{"orphan": cpu(4), "x": cpu(2), "y": {}, "ok": cpu(24)},
 			wantInvalid: map[string]string{
 				"orphan": `parent queue "nope" does not exist`,
 				"x":      "parent chain loops: x -> y -> x",
 				"y":      "parent chain loops: y -> x -> y",
+			},
+		},
+		{
+			name:  "below an orphan, queues deserve what they hold",
+			total: cpu(30),
+			specs: []Spec{{Name: "orphan", Parent: "nope", Weight: 1}, {Name: "child", Parent: "orphan", Weight: 1},
+				{Name: "ok", Weight: 1}},
+			usage:        map[string]Usage{"child": holds(3, 30), "ok": all(30)},
+			wantDeserved: map[string]Vector{"orphan": cpu(3), "child": cpu(3), "ok": cpu(27)},
+			wantInvalid:  map[string]string{"orphan": `parent queue "nope" does not exist`},
+		},
+		{
+			name:  "a closed queue deserves what it holds; the others split the rest by weight",
+			total: cpu(70),
+			specs: []Spec{{Name: "a", Weight: 1, Closed: true}, {Name: "b", Weight: 1}, {Name: "c", Weight: 2}},
+			usage: map[string]Usage{"a": holds(10, 70), "b": all(70), "c": all(70)},
+			// Open, a would deserve 17.5.
+			wantDeserved: map[string]Vector{"a": cpu(10), "b": cpu(20), "c": cpu(40)},
+		},
+		{
+			name:         "a closed queue holding nothing takes nothing, however much is pending in it",
+			total:        cpu(60),
+			specs:        []Spec{{Name: "a", Weight: 1, Closed: true}, {Name: "b", Weight: 1}, {Name: "c", Weight: 2}},
+			usage:        map[string]Usage{"a": all(60), "b": all(60), "c": all(60)},
+			wantDeserved: map[string]Vector{"a": {}, "b": cpu(20), "c": cpu(40)},
+		},
+		{
+			name:         "a closed queue holding more than its weighted share deserves all it holds",
+			total:        cpu(60),
+			specs:        []Spec{{Name: "a", Weight: 1, Closed: true}, {Name: "b", Weight: 1}},
+			usage:        map[string]Usage{"a": holds(40, 60), "b": all(60)},
+			wantDeserved: map[string]Vector{"a": cpu(40), "b": cpu(20)},
+		},
+		{
+			name:  "a closed queue deserves what its admitted gangs still need to start",
+			total: cpu(60),
+			specs: []Spec{{Name: "a", Weight: 1, Closed: true}, {Name: "b", Weight: 1}},
+			usage: map[string]Usage{"a": {Allocated: cpu(4), Inqueue: cpu(6), Request: cpu(60)}, "b": all(60)},
+			// Closed after it admitted a gang of 10 that has 4 placed.
+			wantDeserved: map[string]Vector{"a": cpu(10), "b": cpu(50)},
+		},
+		{
+			name:  "a closed queue keeps its guarantee",
+			total: cpu(60),
+			specs: []Spec{{Name: "a", Weight: 1, Closed: true, Guarantee: cpu(20)}, {Name: "b", Weight: 1}},
+			usage: map[string]Usage{"a": holds(5, 60), "b": all(60)},
+			// b's realCapability leaves a's guarantee out in any case.
+			wantDeserved: map[string]Vector{"a": cpu(20), "b": cpu(40)},
+			wantReal:     map[string]Vector{"a": cpu(60), "b": cpu(40)},
+		},
+		{
+			name:         "a closed queue's capability caps what it deserves",
+			total:        cpu(60),
+			specs:        []Spec{{Name: "a", Weight: 1, Closed: true, Capability: cpu(5)}, {Name: "b", Weight: 1}},
+			usage:        map[string]Usage{"a": holds(8, 60), "b": all(60)},
+			wantDeserved: map[string]Vector{"a": cpu(5), "b": cpu(55)},
+		},
+		{
+			name:  "below a closed parent, every queue deserves what it holds",
+			total: cpu(60),
+			specs: []Spec{{Name: "org", Weight: 1, Closed: true}, {Name: "other", Weight: 1},
+				{Name: "small", Parent: "org", Weight: 1}, {Name: "big", Parent: "org", Weight: 3}},
+			usage: map[string]Usage{"small": holds(5, 60), "big": holds(10, 60), "other": all(60)},
+			wantDeserved: map[string]Vector{
+				"org": cpu(15), "small": cpu(5), "big": cpu(10), "other": cpu(45),
 			},
 		},
 	}

@@ -10,7 +10,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -32,6 +31,9 @@ type State struct {
 	gangs      *gang.Manager
 	queues     musterlisters.QueueLister
 	cluster    *cluster
+	// freed receives, coalesced, when the accounting may have room for a
+	// gang it refused (see Freed).
+	freed chan struct{}
 
 	mu sync.Mutex
 	// admitted holds the gangs admitted by their queue that have no member
@@ -45,6 +47,12 @@ type State struct {
 	usage   map[string]Usage
 	// moved holds the queues whose usage changed since the last refresh.
 	moved map[string]bool
+	// queueNames holds the Queues listed at the last refresh, and the
+	// default queue even before its object exists; rehomed the gangs
+	// accounted in the default queue because the Queue they name is gone
+	// (queueOf).
+	queueNames map[string]bool
+	rehomed    map[gang.Key]bool
 	// figures holds each gang's *Gang (immutable values), read without
 	// locks by QueueSort.
 	figures sync.Map
@@ -55,104 +63,6 @@ type State struct {
 	// totals of totalGeneration.
 	total           Vector
 	totalGeneration uint64
-}
-
-// division is what a refresh computed deserved and realCapability from,
-// with the figures: the next refresh reuses them while the cluster total,
-// the Queues' specs and the queues' requests are the same (placing a
-// pod moves usage from pending to allocated; request stays). Water-filling
-// is most of a refresh.
-type division struct {
-	total Vector
-	// queues identify each Queue's spec: its UID and generation (status
-	// writes, once a second, leave the generation alone).
-	queues   map[string]queueVersion
-	requests map[string]Vector
-	figs     map[string]*Figures
-	top      []string
-	// published are the figures of the last snapshot made from d: a
-	// queue whose usage did not move since keeps them.
-	published map[string]*Figures
-}
-
-type queueVersion struct {
-	uid        types.UID
-	generation int64
-}
-
-func versionOf(q *v1alpha1.Queue) queueVersion {
-	return queueVersion{uid: q.UID, generation: q.Generation}
-}
-
-// newDivision divides total among the listed queues by policy, given
-// their usage, and records what it was computed from.
-func newDivision(policy Policy, total Vector, queues []*v1alpha1.Queue, usage map[string]Usage) *division {
-	figs, top := arrange(specsOf(queues), usage)
-	divide(policy, figs, top, total, total)
-	d := &division{total: total, queues: make(map[string]queueVersion, len(queues)),
-		requests: make(map[string]Vector, len(usage)), figs: figs, top: top, published: figs}
-	for _, q := range queues {
-		d.queues[q.Name] = versionOf(q)
-	}
-	for name, u := range usage {
-		d.requests[name] = u.Request.Clone()
-	}
-	return d
-}
-
-// matches reports whether d was computed from these inputs.
-func (d *division) matches(total Vector, queues []*v1alpha1.Queue, usage map[string]Usage) bool {
-	if d == nil || !d.total.Equal(total) || len(d.queues) != len(queues) || len(d.requests) != len(usage) {
-		return false
-	}
-	for _, q := range queues {
-		if v, ok := d.queues[q.Name]; !ok || v != versionOf(q) {
-			return false
-		}
-	}
-	for name, u := range usage {
-		r, ok := d.requests[name]
-		if !ok || !r.Equal(u.Request) {
-			return false
-		}
-	}
-	return true
-}
-
-// figures are d's figures with usage brought up to date, given the
-// queues whose usage moved since the last call. The others, and their
-// ancestors unless one of their descendants moved, keep the figures
-// published last: figures are never modified once published.
-func (d *division) figures(usage map[string]Usage, moved map[string]bool) map[string]*Figures {
-	stale := make(map[string]bool, len(moved))
-	for name := range moved {
-		// A parent's usage sums its children's. A queue placed at the top
-		// (Invalid) is summed into no parent.
-		for f := d.figs[name]; f != nil && !stale[f.Name]; f = d.figs[f.Parent] {
-			stale[f.Name] = true
-			if f.Invalid != "" {
-				break
-			}
-		}
-	}
-	figs := make(map[string]*Figures, len(d.figs))
-	for name, f := range d.figs {
-		if !stale[name] {
-			figs[name] = d.published[name]
-			continue
-		}
-		figs[name] = &Figures{
-			Spec:  f.Spec,
-			Usage: usage[name].clone(),
-			// Computed once, read only from then on.
-			Deserved: f.Deserved, RealCapability: f.RealCapability, Children: f.Children, Invalid: f.Invalid,
-		}
-	}
-	for _, name := range d.top {
-		sumUsage(figs, name, stale)
-	}
-	d.published = figs
-	return figs
 }
 
 // contribution is what one gang adds to its queue's usage.
@@ -207,16 +117,18 @@ func (snap *Snapshot) RangeGangs(f func(gang.Key, *Gang) bool) {
 // the scheduler's node informer; it takes the scheduler's pods from the
 // gang state (AddPodHandler).
 func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues musterlisters.QueueLister, schedulerInformers informers.SharedInformerFactory) (*State, error) {
-	c, err := newCluster(schedulerInformers, gangs)
+	freed := make(chan struct{}, 1)
+	c, err := newCluster(schedulerInformers, gangs, func() { signal(freed) })
 	if err != nil {
 		return nil, err
 	}
 	s := &State{
-		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c,
+		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, freed: freed,
 		admitted: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
 		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, moved: map[string]bool{},
 	}
 	gangs.OnUsageChange(s.markDirty)
+	gangs.OnRelease(func(gang.Key) { signal(s.freed) })
 	// Gangs known before the listener was registered; the listener may
 	// already be running, so under the lock.
 	s.mu.Lock()
@@ -241,12 +153,72 @@ func (s *State) Policy() Policy { return s.policy }
 // paths such as QueueSort, where a slightly old order is acceptable.
 func (s *State) Last() *Snapshot { return s.last.Load() }
 
-// QueueOf is the queue a gang belongs to.
+// QueueOf is the queue a gang names: the one it belongs to. The queue it
+// is accounted in and limited by is its Gang's Queue (see State.queueOf).
 func QueueOf(st *gang.Status) string {
 	if st.Spec.Queue == "" {
 		return v1alpha1.DefaultQueue
 	}
 	return st.Spec.Queue
+}
+
+// QueueOf is the queue the gang is accounted in and limited by: its
+// figures' once it is accounted (see State.queueOf), else the one it names.
+func (snap *Snapshot) QueueOf(st *gang.Status) string {
+	if g := snap.Gang(st.Key); g != nil {
+		return g.Queue
+	}
+	return QueueOf(st)
+}
+
+// queueOf resolves the queue a gang is accounted in and limited by. While
+// the Queue it names exists, that one. A gang that has started (a member
+// placed) and whose Queue is gone, deleted under its running work, is
+// accounted in and limited by the default queue: its usage counts there,
+// and its extra members must fit default's ceiling. When its Queue appears
+// again it moves back. A gang that has not started stays in the queue it
+// names, which admits nothing: Admit refuses it ("queue X does not exist").
+// s.mu held.
+func (s *State) queueOf(st *gang.Status) string {
+	named := QueueOf(st)
+	if st.Placed == 0 || s.queueNames[named] {
+		return named
+	}
+	return v1alpha1.DefaultQueue
+}
+
+// noteQueues records the Queues listed. When one was added or deleted
+// since the last refresh, it marks dirty the gangs whose queue that may
+// change (queueOf): those accounted in default for want of theirs, and
+// those accounted in a queue that is gone. When none was, it costs a
+// lookup per Queue. s.mu held.
+func (s *State) noteQueues(list []*v1alpha1.Queue) {
+	if s.queueNames != nil {
+		same, count := true, len(list)+1 // default is there, listed or not
+		for _, q := range list {
+			same = same && s.queueNames[q.Name]
+			if q.Name == v1alpha1.DefaultQueue {
+				count--
+			}
+		}
+		if same && count == len(s.queueNames) {
+			return
+		}
+	}
+	names := make(map[string]bool, len(list)+1)
+	names[v1alpha1.DefaultQueue] = true
+	for _, q := range list {
+		names[q.Name] = true
+	}
+	s.queueNames = names
+	for key := range s.rehomed {
+		s.dirty[key] = true
+	}
+	for key, c := range s.contrib {
+		if !names[c.queue] {
+			s.dirty[key] = true
+		}
+	}
 }
 
 // Refresh folds the changed gangs into the queues' usage and computes a new
@@ -257,6 +229,8 @@ func (s *State) Refresh() *Snapshot {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	queues, _ := s.queues.List(labels.Everything())
+	s.noteQueues(queues)
 	for key := range s.dirty {
 		s.refreshGang(key)
 	}
@@ -275,7 +249,6 @@ func (s *State) Refresh() *Snapshot {
 		}
 	}
 	snap.Total = s.total
-	queues, _ := s.queues.List(labels.Everything())
 	if s.division.matches(snap.Total, queues, s.usage) {
 		snap.Queues = s.division.figures(s.usage, s.moved)
 	} else {
@@ -303,10 +276,24 @@ func (s *State) refreshGang(key gang.Key) {
 			delete(s.contrib, key)
 		}
 		delete(s.admitted, key)
+		delete(s.rehomed, key)
 		s.figures.Delete(key)
 		return
 	}
-	q := QueueOf(&st)
+	q := s.queueOf(&st)
+	if q != QueueOf(&st) {
+		if s.rehomed == nil {
+			s.rehomed = map[gang.Key]bool{}
+		}
+		s.rehomed[key] = true
+	} else {
+		delete(s.rehomed, key)
+	}
+	if !s.queueNames[q] {
+		// Not started, and its Queue is gone: an admission it gave lapses
+		// with it, and Admit refuses the gang until the Queue is back.
+		delete(s.admitted, key)
+	}
 	g := &Gang{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready(), Priority: st.Priority}
 	g.Admitted = s.admitted[key] || st.Placed > 0
 	if st.Placed > 0 {
@@ -443,7 +430,8 @@ func (snap *Snapshot) ancestry(name string) []*Figures {
 // queue must be an open leaf and minResources + allocated + inqueue −
 // elastic must fit the ceiling of the queue and every ancestor, and the
 // cluster must not be committed beyond the overcommit factor. An admitted
-// gang stays admitted, and its minResources count as inqueue until it runs.
+// gang's minResources count as inqueue until it runs; it stays admitted
+// until then unless a placement attempt shows it cannot fit (Release).
 //
 // Unlike Volcano, which admits against realCapability, the ceiling here is
 // the policy's placement ceiling (deserved under proportion): a gang the

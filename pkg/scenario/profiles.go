@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-sched/muster/config"
-	"github.com/muster-sched/muster/pkg/plugins"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
 
@@ -133,11 +132,10 @@ func adapt(data []byte, speedup float64) ([]byte, error) {
 	return yaml.Marshal(cfg)
 }
 
-// registry is every plugin a profile may name, and this run's recorder.
+// registry is what a profile may name besides Muster's plugins: this run's
+// recorder.
 func registry(rec *recorder) []app.Option {
-	return append(plugins.Options(),
-		app.WithPlugin(RecorderName, rec.factory),
-	)
+	return []app.Option{app.WithPlugin(RecorderName, rec.factory)}
 }
 
 // outcome is what a run's scheduler recorded, read once it has stopped.

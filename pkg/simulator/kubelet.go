@@ -24,9 +24,14 @@ import (
 // Without it a pod runs until deleted.
 const AnnotationRunTime = "sim.muster.dev/run-time"
 
+// AnnotationStopTime on a pod is how long (a Go duration) it takes to stop
+// once deleted, at most its grace period. Without it a pod being deleted is
+// removed at once.
+const AnnotationStopTime = "sim.muster.dev/stop-time"
+
 // Kubelet plays the kubelet of every simulated node: a bound pod becomes
 // Running; a pod with a run time becomes Succeeded when it is up; a pod
-// being deleted is removed at once (there are no containers to stop).
+// being deleted is removed once it has stopped (AnnotationStopTime).
 type Kubelet struct {
 	client kubernetes.Interface
 	pods   corelisters.PodLister
@@ -128,6 +133,9 @@ func (k *Kubelet) sync(ctx context.Context, key string) (time.Duration, error) {
 	}
 	logger := klog.FromContext(ctx)
 	if pod.DeletionTimestamp != nil {
+		if left := k.stopping(pod); left > 0 {
+			return left, nil
+		}
 		err := k.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64),
 			Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
@@ -157,6 +165,21 @@ func (k *Kubelet) sync(ctx context.Context, key string) (time.Duration, error) {
 		return 0, k.setFinished(ctx, pod, v1.PodSucceeded, "Completed", "")
 	}
 	return 0, nil
+}
+
+// stopping returns how long a pod being deleted still takes to stop.
+func (k *Kubelet) stopping(pod *v1.Pod) time.Duration {
+	value, ok := pod.Annotations[AnnotationStopTime]
+	if !ok || pod.DeletionGracePeriodSeconds == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil || d <= 0 {
+		return 0
+	}
+	grace := time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	deleted := pod.DeletionTimestamp.Add(-grace) // when the deletion was asked for
+	return deleted.Add(min(d, grace)).Sub(k.now())
 }
 
 func podRunTime(pod *v1.Pod) (time.Duration, bool, error) {

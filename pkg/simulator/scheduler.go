@@ -13,7 +13,9 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"sigs.k8s.io/yaml"
 
+	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/plugins"
+	"github.com/muster-sched/muster/pkg/server"
 )
 
 // Scheduler is a muster-scheduler running in this process.
@@ -27,12 +29,11 @@ type Scheduler struct {
 // against the cluster of kubeconfig, through kube-scheduler's own options,
 // config loading, validation and setup — the path the binary takes. Only the
 // client connection is filled in: the kubeconfig, and a high QPS unless the
-// configuration sets one. Leader election is off. registry defaults to
-// Muster's plugins.
-func StartScheduler(ctx context.Context, kubeconfig string, config []byte, registry ...app.Option) (*Scheduler, error) {
-	if len(registry) == 0 {
-		registry = plugins.Options()
-	}
+// configuration sets one. Leader election is off: the scheduler leads from
+// the start. Muster's plugins are registered, with extra.
+func StartScheduler(ctx context.Context, kubeconfig string, config []byte, extra ...app.Option) (*Scheduler, error) {
+	process := batch.NewProcess()
+	registry := append(plugins.Options(process), extra...)
 	dir, err := os.MkdirTemp("", "muster-scheduler")
 	if err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func StartScheduler(ctx context.Context, kubeconfig string, config []byte, regis
 	}
 	go func() {
 		defer close(s.done)
-		if err := app.Run(ctx, cc, sched); err != nil && ctx.Err() == nil {
+		if err := server.Run(ctx, cc, sched, process); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Scheduler stopped")
 		}
 	}()

@@ -157,17 +157,11 @@ func TestChartRBAC(t *testing.T) {
 		// wantLeases: namespace → the Leases the scheduler may get and renew.
 		wantLeases map[string][]string
 	}{
-		{"second-scheduler", nil, map[string][]string{"muster-system": {"muster-controllers", "muster-scheduler"}}},
-		{"second-scheduler named", []string{"--set", "schedulerName=batch"}, map[string][]string{"muster-system": {"batch", "muster-controllers"}}},
-		{"replace-default", []string{"--set", "mode=replace-default"}, map[string][]string{
-			"kube-system":   {"kube-scheduler"},
-			"muster-system": {"muster-controllers"},
-		}},
-		{"lease elsewhere", []string{"--set", "leaderElection.resourceNamespace=ops,leaderElection.resourceName=muster"}, map[string][]string{
-			"muster-system": {"muster-controllers"},
-			"ops":           {"muster"},
-		}},
-		{"no leader election", []string{"--set", "replicas=1,leaderElection.enabled=false"}, map[string][]string{"muster-system": {"muster-controllers"}}},
+		{"second-scheduler", nil, map[string][]string{"muster-system": {"muster-scheduler"}}},
+		{"second-scheduler named", []string{"--set", "schedulerName=batch"}, map[string][]string{"muster-system": {"batch"}}},
+		{"replace-default", []string{"--set", "mode=replace-default"}, map[string][]string{"kube-system": {"kube-scheduler"}}},
+		{"lease elsewhere", []string{"--set", "leaderElection.resourceNamespace=ops,leaderElection.resourceName=muster"}, map[string][]string{"ops": {"muster"}}},
+		{"no leader election", []string{"--set", "replicas=1,leaderElection.enabled=false"}, map[string][]string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := renderChart(t, "muster", "muster-system", tt.flags...)

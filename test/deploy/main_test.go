@@ -36,6 +36,8 @@ var (
 	helmBin, schedulerBin string
 	// workDir holds kubeconfigs and scheduler configurations.
 	workDir string
+	// auditLog is the apiserver's audit log of requests that may write.
+	auditLog string
 )
 
 func TestMain(m *testing.M) {
@@ -66,7 +68,8 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if cluster, err = controlplane.StartWithOptions(ctx, controlplane.Options{RBAC: true, GangAPI: true}); err != nil {
+	auditLog = filepath.Join(workDir, "audit.log")
+	if cluster, err = controlplane.StartWithOptions(ctx, controlplane.Options{RBAC: true, GangAPI: true, AuditLog: auditLog}); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
-	"github.com/muster-sched/muster/pkg/controllers"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
 
@@ -78,7 +77,7 @@ func TestChartModes(t *testing.T) {
 }
 
 // startReplica runs the scheduler as a replica of the release's Deployment:
-// its container's arguments and POD_NAMESPACE, the ConfigMap's
+// its container's arguments, the ConfigMap's
 // configuration, authenticated as the release's ServiceAccount.
 func startReplica(t *testing.T, ctx context.Context, r *release, name string) *schedulerProcess {
 	t.Helper()
@@ -86,19 +85,15 @@ func startReplica(t *testing.T, ctx context.Context, r *release, name string) *s
 	if !slices.Contains(c.Args, "--config=/etc/muster/config.yaml") {
 		t.Fatalf("the container's args %q do not read the mounted ConfigMap", c.Args)
 	}
-	if !slices.ContainsFunc(c.Env, func(e v1.EnvVar) bool {
-		return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
-	}) {
-		t.Fatalf("the container does not set POD_NAMESPACE from its namespace: %+v", c.Env)
-	}
 	token := serviceAccountToken(t, ctx, r.namespace, r.fullname())
 	kubeconfig := tokenKubeconfig(t, r.namespace+"-"+name+".kubeconfig", token)
-	return startSchedulerProcess(t, name, processSpec{
+	p := startSchedulerProcess(t, name, processSpec{
 		args:       c.Args,
 		config:     r.schedulerConfig(t),
 		kubeconfig: kubeconfig,
-		env:        []string{"POD_NAMESPACE=" + r.namespace},
 	})
+	p.credential = "JTI=" + tokenID(t, token)
+	return p
 }
 
 // checkProbes probes the replica as the kubelet would the Deployment's
@@ -160,8 +155,6 @@ func waitPodGroupPhase(t *testing.T, ctx context.Context, ns, name string, phase
 func deleteLeases(namespace string) {
 	ctx := context.Background()
 	for _, l := range []struct{ ns, name string }{
-		{namespace, controllers.LeaseName},
-		{"kube-system", controllers.LeaseName},
 		{"kube-system", "kube-scheduler"},
 		{namespace, "muster-scheduler"},
 	} {

@@ -28,6 +28,9 @@ type schedulerProcess struct {
 	cmd  *exec.Cmd
 	// port serves /healthz, /readyz, /metrics over HTTPS on 127.0.0.1.
 	port int
+	// credential identifies the process's token in the audit log (its
+	// credential-id, "JTI=…"); empty for other identities.
+	credential string
 
 	mu      sync.Mutex
 	lines   []logLine
@@ -51,7 +54,7 @@ type processSpec struct {
 	config []byte
 	// kubeconfig is the identity the scheduler runs as.
 	kubeconfig string
-	// env is added to the process's environment (e.g. POD_NAMESPACE).
+	// env is added to the process's environment.
 	env []string
 }
 

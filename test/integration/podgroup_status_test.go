@@ -87,11 +87,12 @@ func TestPodGroupStatus(t *testing.T) {
 	// note (it may say "1 members exist"); the condition has the latest.
 	e.waitEvent("train", "Invalid", "members exist, minMember 3")
 
-	// Three members of 3 cpu: valid and admitted, but it cannot fit.
+	// Three members of 3 cpu: valid and admitted, but it cannot fit, so it
+	// gives its admission back.
 	e.create(member("train-2"))
-	e.waitPodGroup("train", "Inqueue and unschedulable, saying why", func(s *v1alpha1.PodGroupStatus) bool {
+	e.waitPodGroup("train", "Pending and unschedulable, saying why", func(s *v1alpha1.PodGroupStatus) bool {
 		c := scheduledCondition(s)
-		return s.Phase == v1alpha1.PodGroupInqueue && c != nil && c.Reason == "Unschedulable" &&
+		return s.Phase == v1alpha1.PodGroupPending && c != nil && c.Reason == "Unschedulable" &&
 			strings.HasPrefix(c.Message, "placeable 2/3: member ") && strings.Contains(c.Message, "3 Insufficient cpu") && s.ScheduleStartTime != nil
 	})
 	e.waitEvent("train", "Unschedulable", "placeable 2/3")

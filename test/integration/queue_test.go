@@ -229,6 +229,31 @@ func TestAdmission(t *testing.T) {
 			t.Errorf("running members were disturbed: %v", got)
 		}
 	})
+	t.Run("an admitted gang that cannot be placed gives its admission back", func(t *testing.T) {
+		e := newEnv(t)
+		e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+		e.queue("team", v1alpha1.QueueSpec{Capability: res("cpu", "6")})
+		e.startScheduler(gangConfig(t))
+		// stuck is admitted (its 4 CPUs fit the queue's 6) but no node
+		// matches its selector.
+		e.podGroup("stuck", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "team"})
+		for _, name := range names("stuck", 2) {
+			p := e.member(name, "2", map[string]string{v1alpha1.LabelPodGroup: "stuck"})
+			p.Spec.NodeSelector = map[string]string{"no-such-label": "x"}
+			e.create(p)
+		}
+		e.waitPodGroup("stuck", "waiting for a node that matches", func(s *v1alpha1.PodGroupStatus) bool {
+			c := scheduledCondition(s)
+			return c != nil && strings.Contains(c.Message, "node(s) didn't match Pod's node affinity/selector")
+		})
+		// fits needs 4 more: with stuck's minimum still held as inqueue,
+		// the queue's ceiling would refuse it.
+		e.podGroup("fits", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "team"})
+		start := time.Now()
+		fits := e.members("fits", 2, "2", map[string]string{v1alpha1.LabelPodGroup: "fits"})
+		e.waitBoundWithin(15*time.Second, fits...)
+		t.Logf("the other gang of the queue bound %v after it was created", time.Since(start).Round(time.Millisecond))
+	})
 }
 
 func TestHierarchy(t *testing.T) {

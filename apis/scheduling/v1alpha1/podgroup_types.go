@@ -54,7 +54,9 @@ type PodGroupSpec struct {
 type PodGroupPhase string
 
 const (
-	// PodGroupPending: not valid yet, or not admitted by its queue.
+	// PodGroupPending: not valid yet, not admitted by its queue, or
+	// admitted but it could not be placed, even by reclaim (admission is
+	// then given back until the gang is tried again).
 	PodGroupPending PodGroupPhase = "Pending"
 	// PodGroupInqueue: admitted by its queue; its members are being placed.
 	PodGroupInqueue PodGroupPhase = "Inqueue"

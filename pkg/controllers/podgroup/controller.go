@@ -216,7 +216,7 @@ func desiredStatus(pg *v1alpha1.PodGroup, s *gang.Status, admitted bool, now tim
 	}
 	status.Scheduled, status.Running, status.Succeeded, status.Failed = s.Scheduled, s.Running, s.Succeeded, s.Failed
 	status.ObservedGeneration = pg.Generation
-	if status.ScheduleStartTime == nil && status.Phase != v1alpha1.PodGroupPending {
+	if status.ScheduleStartTime == nil && (status.Phase != v1alpha1.PodGroupPending || s.Tried) {
 		t := metav1.NewTime(now)
 		status.ScheduleStartTime = &t
 	}

@@ -116,7 +116,7 @@ func (c *Controller) phaseCounts(snap *queue.Snapshot) map[string]map[v1alpha1.P
 				phase = v1alpha1.PodGroupPending
 			}
 		}
-		q := queue.QueueOf(&st)
+		q := snap.QueueOf(&st)
 		if out[q] == nil {
 			out[q] = map[v1alpha1.PodGroupPhase]int32{}
 		}

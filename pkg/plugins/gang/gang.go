@@ -54,9 +54,9 @@ var (
 	_ fwk.SignPlugin        = &Gang{}
 )
 
-// New builds the plugin. Every profile of the process shares one gang
+// New builds the plugin. Every profile of the process shares its gang
 // state, built on first use and stopped with ctx.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.Process) (fwk.Plugin, error) {
 	args, ok := obj.(*config.GangArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type GangArgs, got %T", obj)
@@ -68,7 +68,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if !ok {
 		return nil, fmt.Errorf("gang scheduling needs the scheduler framework as its handle, got %T", h)
 	}
-	b, err := batch.For(ctx, h)
+	b, err := process.Batch(ctx, h)
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,8 @@ func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint,
 		// ready for members waiting behind a plan.
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodLabel}, QueueingHintFn: pl.isSibling},
 		// A pod leaving a node frees room.
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.freesRoom},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}, QueueingHintFn: pl.nodeChanged},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: freesRoom},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}},
 		{Event: fwk.ClusterEvent{Resource: musterPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.namesGang(gang.FamilyMuster)},
 	}
 	if pl.manager.SchedulerPluginsInstalled() {
@@ -51,20 +51,12 @@ func (pl *Gang) isSibling(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.Q
 	return fwk.QueueSkip, nil
 }
 
-// freesRoom queues a member when a bound pod goes away. Like every hint
-// that reports room, it starts a new epoch first, so the member plans its
-// gang again rather than repeat the last failure.
-func (pl *Gang) freesRoom(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+// freesRoom queues a member when a bound pod goes away.
+func freesRoom(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	deleted, _, err := util.As[*v1.Pod](oldObj, nil)
 	if err == nil && deleted.Spec.NodeName == "" {
 		return fwk.QueueSkip, nil
 	}
-	pl.manager.ClusterChanged()
-	return fwk.Queue, nil
-}
-
-func (pl *Gang) nodeChanged(_ klog.Logger, _ *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
-	pl.manager.ClusterChanged()
 	return fwk.Queue, nil
 }
 
@@ -86,7 +78,6 @@ func (pl *Gang) namesGang(family gang.Family) fwk.QueueingHintFn {
 			return fwk.QueueSkip, nil
 		}
 		if obj.GetNamespace() == key.Namespace && obj.GetName() == key.Name {
-			pl.manager.ClusterChanged()
 			return fwk.Queue, nil
 		}
 		return fwk.QueueSkip, nil

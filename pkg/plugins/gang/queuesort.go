@@ -122,7 +122,7 @@ func (pl *Gang) refreshOrder(o *order, uid types.UID, withStatus bool, qs *queue
 	if o.snap != snap {
 		o.snap, o.queue = snap, nil
 		if snap != nil {
-			o.queue = snap.Queues[queue.QueueOf(o.pos.Status)]
+			o.queue = snap.Queues[snap.QueueOf(o.pos.Status)]
 		}
 	}
 	if !o.projected || !qs.Current(o.projection) {

@@ -16,9 +16,9 @@ import (
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
-// evict deletes the victims and says why, on each victim and its gang:
-// "evicted 2 pods of team-a/job-7 to give queue team-b its deserved share
-// (gang team-b/job-9)".
+// evict marks the victims, then deletes them (see marks.go), and says why,
+// on each victim and its gang: "evicted 2 pods of team-a/job-7 to give
+// queue team-b its deserved share (gang team-b/job-9)".
 //
 // The pod whose cycle found the victims is each victim Event's related
 // object, as in kube-scheduler's own preemption. A victim that could not be
@@ -27,6 +27,24 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 	ctx, cancel := context.WithTimeout(ctx, evictTimeout)
 	defer cancel()
 	logger := klog.FromContext(ctx)
+	m := mark{gang: preemptor, eviction: time.Now().UnixNano()}
+	for _, u := range units {
+		_, why := u.reason.describe(preemptor, preemptorQueue)
+		for _, p := range u.pods {
+			if _, err := writeMark(ctx, pl.client, p, m, preemptorPod.Spec.SchedulerName, why); err != nil {
+				// Nothing is deleted: the eviction is not committed, and
+				// the gang chooses again now.
+				logger.Error(err, "Marking a victim failed: evicting nothing", "gang", preemptor, "victim", klog.KObj(p))
+				for _, u := range units {
+					for _, p := range u.pods {
+						pl.records.forgetVictim(preemptor, p.UID)
+					}
+				}
+				pl.records.activate(preemptor)
+				return
+			}
+		}
+	}
 	type victimGang struct {
 		key gang.Key
 		why reason
@@ -78,7 +96,7 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 	}
 }
 
-// evictTimeout bounds the deletions of one eviction.
+// evictTimeout bounds the marks and deletions of one eviction.
 const evictTimeout = 30 * time.Second
 
 // describe returns the Event reason and the why of an eviction.

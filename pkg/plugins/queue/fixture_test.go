@@ -221,7 +221,7 @@ func newTestPlugin(t testing.TB, c testCluster, drfPreemption bool) (context.Con
 		placer: &placement.Placer{Handle: fw, Framework: fw},
 		client: kube,
 		pdbs:   func(*v1.Pod) bool { return false },
-		records: &records{
+		records: &Records{
 			gangs: gangs, handle: fw, logger: logger,
 			evicted: map[gang.Key][]victim{}, evicting: map[types.UID]unit{},
 			nominated: map[gang.Key]map[types.UID]queue.Vector{},

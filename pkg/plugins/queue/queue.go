@@ -50,7 +50,7 @@ type Plugin struct {
 	drfPreemption bool
 
 	// records are shared by every profile's queue plugin.
-	records *records
+	records *Records
 }
 
 var (
@@ -61,28 +61,30 @@ var (
 )
 
 // NewProportion builds the Proportion plugin.
-func NewProportion(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// Every profile's queue plugin shares the process's batch state and
+// reclaim records.
+func NewProportion(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.Process, records *Records) (fwk.Plugin, error) {
 	args, ok := obj.(*config.ProportionArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type ProportionArgs, got %T", obj)
 	}
-	return newPlugin(ctx, h, ProportionName, queue.Proportion, args.OvercommitFactor, args.DRFPreemption)
+	return newPlugin(ctx, h, process, records, ProportionName, queue.Proportion, args.OvercommitFactor, args.DRFPreemption)
 }
 
 // NewCapacity builds the Capacity plugin.
-func NewCapacity(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+func NewCapacity(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.Process, records *Records) (fwk.Plugin, error) {
 	args, ok := obj.(*config.CapacityArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type CapacityArgs, got %T", obj)
 	}
-	return newPlugin(ctx, h, CapacityName, queue.Capacity, args.OvercommitFactor, args.DRFPreemption)
+	return newPlugin(ctx, h, process, records, CapacityName, queue.Capacity, args.OvercommitFactor, args.DRFPreemption)
 }
 
-func newPlugin(ctx context.Context, h fwk.Handle, name string, policy queue.Policy, overcommit float64, drfPreemption bool) (*Plugin, error) {
+func newPlugin(ctx context.Context, h fwk.Handle, process *batch.Process, records *Records, name string, policy queue.Policy, overcommit float64, drfPreemption bool) (*Plugin, error) {
 	if err := validation.ValidateOvercommitFactor(field.NewPath(name+"Args"), overcommit); err != nil {
 		return nil, err
 	}
-	b, err := batch.For(ctx, h)
+	b, err := process.Batch(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +118,8 @@ func newPlugin(ctx context.Context, h fwk.Handle, name string, policy queue.Poli
 			return out, nil
 		}),
 	}
-	pl.records = recordsFor(ctx, s, b.Gangs, h)
+	records.attach(ctx, b, s, h)
+	pl.records = records
 	return pl, nil
 }
 
@@ -156,7 +159,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		pl.gangs.SetWaiting(key, why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 	}
-	if ok, why := snap.FitsCeiling(queue.QueueOf(&st), need(&st, pl.requests(key, pod))); !ok {
+	if ok, why := snap.FitsCeiling(snap.QueueOf(&st), need(&st, pl.requests(key, pod))); !ok {
 		// Unresolvable by stock preemption: evicting another pod from a
 		// node never raises this queue's ceiling.
 		pl.gangs.SetWaiting(key, why)

@@ -68,7 +68,11 @@ const (
 // its queue: it has started, and its queue's share is not what holds it.
 func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, ok := pl.gangs.KeyOf(pod)
-	if !ok || (pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever) {
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		pl.state.Release(key) // it cannot fit and will not reclaim
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	st := pl.gangs.Status(key)
@@ -107,6 +111,9 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.AsStatus(err)
 	}
 	if victims == nil {
+		// Nor can it hold its queue's admission while it waits: another
+		// gang of the queue may fit now (see queue.State.Release).
+		pl.state.Release(key)
 		logger.V(3).Info("Reclaim cannot make the gang fit: evicting nothing", "gang", key, "candidates", len(units))
 		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
 	}
@@ -430,7 +437,7 @@ const shareEpsilon = 1e-9
 // room claimed earlier in the cycle for other gangs of the queue: it counts
 // against the queue's ceiling.
 func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector) ([]unit, map[types.UID]string, error) {
-	own := queue.QueueOf(st)
+	own := snap.QueueOf(st)
 	// What is taken per victim queue and gang starts with the victims
 	// evicted before and still counted there: the deletions run off the
 	// scheduling cycle.

@@ -7,22 +7,34 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
+	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/gang"
 	"github.com/muster-sched/muster/pkg/queue"
 )
 
-// records is what reclaim and preemption remember between scheduling
+// Records is what reclaim and preemption remember between scheduling
 // cycles: the victims evicted for each gang, the victims whose deletion is
 // in flight, and the members nominated to evicted room. There is one per
-// queue accounting, so per process: every profile's queue plugin shares
-// it, and none chooses a victim another is evicting.
-type records struct {
-	gangs *gang.Manager
+// scheduler process (plugins.Options builds it): every profile's queue
+// plugin shares it, and none chooses a victim another is evicting.
+
+type Records struct {
+	// once attaches the records to the first plugin's gang state and
+	// handle.
+	once   sync.Once
+	gangs  *gang.Manager
+	state  *queue.State
+	client kubernetes.Interface
 	// handle is the first profile's: profiles share the scheduling queue
 	// and the cycle's snapshot.
 	handle fwk.Handle
@@ -41,38 +53,109 @@ type records struct {
 	nominated map[gang.Key]map[types.UID]queue.Vector
 }
 
-// recordsByState holds the records of each queue accounting.
-var recordsByState sync.Map // *queue.State → *records
-
-// recordsFor returns the records shared by the plugins over state s, made
-// on the first call, which also watches pod deletions for them; they are
-// dropped when ctx (the scheduler's) ends.
-func recordsFor(ctx context.Context, s *queue.State, gangs *gang.Manager, h fwk.Handle) *records {
-	fresh := &records{
-		gangs: gangs, handle: h, logger: klog.FromContext(ctx),
+// NewRecords returns the records of a scheduler process, empty.
+func NewRecords() *Records {
+	return &Records{
 		evicted: map[gang.Key][]victim{}, evicting: map[types.UID]unit{},
 		nominated: map[gang.Key]map[types.UID]queue.Vector{},
 	}
-	v, loaded := recordsByState.LoadOrStore(s, fresh)
-	r := v.(*records)
-	if loaded {
-		return r
+}
+
+// attach binds the records to the process's batch state and the first
+// profile's handle, and watches the pods for them: victims marked (by this
+// replica or a leader before it) and victims deleted. Once this replica
+// leads, it finishes the evictions a previous leader committed. Later
+// calls do nothing.
+func (r *Records) attach(ctx context.Context, b *batch.Batch, state *queue.State, h fwk.Handle) {
+	r.once.Do(func() {
+		r.gangs, r.state, r.handle, r.client, r.logger = b.Gangs, state, h, h.ClientSet(), klog.FromContext(ctx)
+		// Through the gang state's listener, not one of its own: the
+		// informer hands every pod event to each listener's goroutine in
+		// turn, and at the start that slows the first list (see
+		// gang.Manager.AddPodHandler).
+		b.Gangs.AddPodHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    r.observe,
+			UpdateFunc: func(_, obj any) { r.observe(obj) },
+			DeleteFunc: r.victimDeleted,
+		})
+		b.OnLead(r.finish)
+	})
+}
+
+// observe takes in a victim being deleted that carries Muster's mark: room
+// coming for the gang the mark names. Victims this replica evicted are
+// known already; the others were evicted by a leader before it, and their
+// gang keeps its admission while it waits for them.
+func (r *Records) observe(obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.DeletionTimestamp == nil || pod.Spec.NodeName == "" || podutil.IsPodTerminal(pod) {
+		return
 	}
-	// Through the gang state's listener, not one of its own: the informer
-	// hands every pod event to each listener's goroutine in turn, and at
-	// the start that slows the first list (see gang.Manager.AddPodHandler).
-	gangs.AddPodHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: r.victimDeleted})
-	go func() {
-		<-ctx.Done()
-		recordsByState.Delete(s)
-	}()
-	return r
+	m, ok := markOf(pod)
+	if !ok {
+		return
+	}
+	key, ok := r.gangs.KeyOf(pod)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	if _, known := r.evicting[pod.UID]; known {
+		r.mu.Unlock()
+		return
+	}
+	st := r.gangs.Status(key)
+	q := queue.QueueOf(&st)
+	if snap := r.state.Last(); snap != nil {
+		q = snap.QueueOf(&st)
+	}
+	r.evicting[pod.UID] = unit{gang: key, queue: q, pods: []*v1.Pod{pod}, usage: queue.FromList(podRequests(pod))}
+	r.evicted[m.gang] = append(r.evicted[m.gang], victim{gang: key, uid: pod.UID, node: pod.Spec.NodeName})
+	r.mu.Unlock()
+	r.state.Restore(m.gang)
+	r.logger.V(2).Info("Victim of an earlier eviction is terminating", "gang", m.gang, "victim", klog.KObj(pod), "eviction", m.eviction)
+}
+
+// finish deletes the marked victims of every committed eviction (one with
+// a victim being deleted) that are not deleted yet: the leader that
+// committed it stopped half way.
+func (r *Records) finish(ctx context.Context) {
+	pods, err := r.handle.SharedInformerFactory().Core().V1().Pods().Lister().List(labels.Everything())
+	if err != nil {
+		r.logger.Error(err, "Listing pods to finish earlier evictions")
+		return
+	}
+	committed := map[int64]bool{}
+	var marked []*v1.Pod
+	for _, p := range pods {
+		m, ok := markOf(p)
+		if !ok || podutil.IsPodTerminal(p) {
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			committed[m.eviction] = true
+		} else {
+			marked = append(marked, p)
+		}
+	}
+	for _, p := range marked {
+		m, _ := markOf(p)
+		if !committed[m.eviction] {
+			continue
+		}
+		err := r.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			r.logger.Error(err, "Finishing an earlier eviction failed", "gang", m.gang, "victim", klog.KObj(p), "eviction", m.eviction)
+			continue
+		}
+		r.logger.Info("Finished an eviction a previous leader committed", "gang", m.gang, "victim", klog.KObj(p), "eviction", m.eviction)
+	}
 }
 
 // prune forgets the gangs whose victims are all gone, from the informer
 // and from this cycle's snapshot, so that the record stays as small as the
 // evictions in flight. Once per cycle that evicts.
-func (r *records) prune() {
+func (r *Records) prune() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for key, vs := range r.evicted {
@@ -85,7 +168,7 @@ func (r *records) prune() {
 // recordEvictions remembers the victims evicted for a gang until they are
 // gone, so that its other members do not reclaim again for the same room
 // before the accounting has seen it freed.
-func (r *records) recordEvictions(preemptor gang.Key, units []unit) {
+func (r *Records) recordEvictions(preemptor gang.Key, units []unit) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var victims []victim
@@ -102,7 +185,7 @@ func (r *records) recordEvictions(preemptor gang.Key, units []unit) {
 // until it is placed or gone; it forgets every other gang's members that
 // were placed or went away since, so the record stays as small as the
 // nominations in flight.
-func (r *records) recordNomination(key gang.Key, pod *v1.Pod) {
+func (r *Records) recordNomination(key gang.Key, pod *v1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.nominated {
@@ -117,7 +200,7 @@ func (r *records) recordNomination(key gang.Key, pod *v1.Pod) {
 // nominatedRequests sums the requests of the gang's nominated members that
 // are still pending: the gang's allocation does not count them yet, and a
 // DRF preemption that left them out would evict for room already promised.
-func (r *records) nominatedRequests(key gang.Key, except []*v1.Pod) queue.Vector {
+func (r *Records) nominatedRequests(key gang.Key, except []*v1.Pod) queue.Vector {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sum := r.nominatedLocked(key)
@@ -131,7 +214,7 @@ func (r *records) nominatedRequests(key gang.Key, except []*v1.Pod) queue.Vector
 
 // inFlight sums, per queue and per gang, the victims being evicted that
 // the gang state still counts as allocated.
-func (r *records) inFlight() (map[string]queue.Vector, map[gang.Key]queue.Vector) {
+func (r *Records) inFlight() (map[string]queue.Vector, map[gang.Key]queue.Vector) {
 	byQueue, byGang := map[string]queue.Vector{}, map[gang.Key]queue.Vector{}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -147,7 +230,7 @@ func (r *records) inFlight() (map[string]queue.Vector, map[gang.Key]queue.Vector
 
 // nominatedLocked forgets the gang's nominated members that are no longer
 // pending and sums the requests of the rest. r.mu held.
-func (r *records) nominatedLocked(key gang.Key) queue.Vector {
+func (r *Records) nominatedLocked(key gang.Key) queue.Vector {
 	sum := queue.Vector{}
 	if len(r.nominated[key]) == 0 {
 		return sum
@@ -170,7 +253,7 @@ func (r *records) nominatedLocked(key gang.Key) queue.Vector {
 }
 
 // forgetVictim drops a victim that was not evicted from the gang's record.
-func (r *records) forgetVictim(preemptor gang.Key, uid types.UID) {
+func (r *Records) forgetVictim(preemptor gang.Key, uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evicted[preemptor] = slices.DeleteFunc(r.evicted[preemptor], func(v victim) bool { return v.uid == uid })
@@ -185,7 +268,7 @@ type victim struct {
 }
 
 // evictingNow returns a copy of the victims in flight.
-func (r *records) evictingNow() map[types.UID]unit {
+func (r *Records) evictingNow() map[types.UID]unit {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return maps.Clone(r.evicting)
@@ -196,7 +279,7 @@ func (r *records) evictingNow() map[types.UID]unit {
 // members' backoff would leave it idle. (Events reaching the scheduling
 // queue while a member is in flight are replayed when it returns, so an
 // activation that overtakes the scheduler's own cache update is not lost.)
-func (r *records) victimDeleted(obj any) {
+func (r *Records) victimDeleted(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -226,7 +309,7 @@ func (r *records) victimDeleted(obj any) {
 }
 
 // activate moves the gang's pending members to the active queue.
-func (r *records) activate(key gang.Key) {
+func (r *Records) activate(key gang.Key) {
 	pending := r.gangs.PendingMembers(key)
 	if len(pending) == 0 {
 		return
@@ -243,7 +326,7 @@ func (r *records) activate(key gang.Key) {
 // queue accounting comes from it) or by this cycle's snapshot (the trial
 // placement does): until both have let go, reclaiming again would evict
 // for room already freed.
-func (r *records) terminating(preemptor gang.Key) int {
+func (r *Records) terminating(preemptor gang.Key) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -259,7 +342,7 @@ func (r *records) terminating(preemptor gang.Key) int {
 }
 
 // onNode reports whether this cycle's snapshot still has pod uid on node.
-func (r *records) onNode(node string, uid types.UID) bool {
+func (r *Records) onNode(node string, uid types.UID) bool {
 	n, err := r.handle.SnapshotSharedLister().NodeInfos().Get(node)
 	if err != nil {
 		return false

@@ -58,10 +58,6 @@ kube-scheduler
 {{- end -}}
 {{- end -}}
 
-{{/* The lease Muster's status controllers elect their leader with, in the
-release namespace (the scheduler's POD_NAMESPACE); see pkg/controllers. */}}
-{{- define "muster.controllersLease" -}}muster-controllers{{- end -}}
-
 {{- define "muster.image" -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}

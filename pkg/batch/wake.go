@@ -1,0 +1,64 @@
+package batch
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/queue"
+)
+
+// wakeInterval is the least time between two wakes of the gangs that wait
+// for their queue: frees come in bursts (a gang's members finishing), and
+// one wake serves them all.
+const wakeInterval = 50 * time.Millisecond
+
+// wakeQueueWaiters retries the gangs that wait for their queue whenever
+// the accounting may have room for them (queue.State.Freed), until ctx
+// ends. The scheduling queue retries a pod on the cluster events it sees,
+// but the accounting takes the same events in from Muster's own informers,
+// which may lag: a gang retried first would be refused on the old figures,
+// and then wait for the scheduling queue's periodic flush.
+func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
+	logger := klog.FromContext(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.Freed():
+		}
+		if waiters := b.Gangs.QueueWaiters(); len(waiters) > 0 {
+			pods := make(map[string]*v1.Pod, len(waiters))
+			for _, p := range waiters {
+				pods[p.Namespace+"/"+p.Name] = p
+			}
+			logger.V(4).Info("Queue accounting may have room: retrying the gangs that wait for their queue", "gangs", len(pods))
+			b.handle.Activate(logger, pods)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wakeInterval):
+		}
+	}
+}
+
+// queueSpecChanged tells s of Queues added, deleted or whose spec changed
+// (status writes, once a second, leave the generation alone).
+func queueSpecChanged(s *queue.State) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { s.QueuesChanged() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := oldObj.(*v1alpha1.Queue)
+			n, okNew := newObj.(*v1alpha1.Queue)
+			if !okOld || !okNew || o.Generation != n.Generation {
+				s.QueuesChanged()
+			}
+		},
+		DeleteFunc: func(any) { s.QueuesChanged() },
+	}
+}
