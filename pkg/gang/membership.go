@@ -3,13 +3,26 @@
 // members follow. All of it is rebuilt from informers after a restart except
 // reservations and plans, which live only as long as the scheduling cycles
 // that made them.
+//
+// One Manager holds it all under one lock, Manager.mu. By concern:
+// membership.go says which gang a pod is in and answers member queries;
+// pods.go takes pods in from the scheduler's informer, the Manager's watch
+// of terminated pods and PreEnqueue; status.go computes a gang's Status;
+// plans.go keeps what scheduling cycles record (reservations, plans,
+// failures, queue notes); position.go is what QueueSort reads; events.go
+// tells listeners what changed.
 package gang
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
@@ -112,4 +125,118 @@ func RoleOf(pod *v1.Pod) string {
 		return r
 	}
 	return pod.Annotations[v1alpha1.VolcanoAnnotationTaskSpec]
+}
+
+// QueueWaiters returns the first pending member of every gang that waits
+// for its queue (SetWaiting): trying that member again tries the gang's
+// admission, and a plan made then activates its siblings.
+func (m *Manager) QueueWaiters() []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*v1.Pod
+	for _, g := range m.groups {
+		if g.note == "" {
+			continue
+		}
+		if pending := g.pendingLocked(); len(pending) > 0 {
+			out = append(out, pending[0])
+		}
+	}
+	return out
+}
+
+// BoundMembers returns the live members bound to a node, newest first.
+func (m *Manager) BoundMembers(key Key) []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return nil
+	}
+	var out []*v1.Pod
+	for _, p := range g.members {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !podutil.IsPodTerminal(p) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1.Pod) int { return compareMembers(b, a) })
+	return out
+}
+
+// IsAllocated reports whether the gang's allocation counts member uid: it
+// is bound or reserved, and neither finished nor being deleted.
+func (m *Manager) IsAllocated(key Key, uid types.UID) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return false
+	}
+	p, ok := g.members[uid]
+	if !ok || p.DeletionTimestamp != nil || podutil.IsPodTerminal(p) {
+		return false
+	}
+	_, reserved := g.reserved[uid]
+	return reserved || p.Spec.NodeName != ""
+}
+
+// HasMember reports whether the gang state still counts pod uid in the
+// gang.
+func (m *Manager) HasMember(key Key, uid types.UID) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return false
+	}
+	_, ok := g.members[uid]
+	return ok
+}
+
+// Requests returns member uid's resource requests (shared: read only).
+func (m *Manager) Requests(key Key, uid types.UID) (v1.ResourceList, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return nil, false
+	}
+	r, ok := g.requests[uid]
+	return r, ok
+}
+
+// PendingMembers returns the live members that are neither bound nor
+// reserved, oldest first.
+func (m *Manager) PendingMembers(key Key) []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil {
+		return nil
+	}
+	return g.pendingLocked()
+}
+
+func (g *group) pendingLocked() []*v1.Pod {
+	var out []*v1.Pod
+	for uid, p := range g.members {
+		if _, reserved := g.reserved[uid]; reserved || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || podutil.IsPodTerminal(p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, compareMembers)
+	return out
+}
+
+// MemberBefore is the order of a gang's members: oldest first, then by
+// name. Pending members are ranked in it, and QueueSort orders the members
+// of one gang by it: a member's projected share counts the members ranked
+// ahead of it, so placing members in any other order would move the
+// projections of members already in the scheduling queue.
+func MemberBefore(a, b *v1.Pod) bool { return compareMembers(a, b) < 0 }
+
+// compareMembers orders members as MemberBefore does: −1, 0 or 1.
+func compareMembers(a, b *v1.Pod) int {
+	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
 }

@@ -5,10 +5,16 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
 
 // Status is a consistent view of one gang: its spec and where its members
@@ -216,4 +222,133 @@ func (s *resourceSum) add(add v1.ResourceList) {
 		cur.Add(q)
 		s.list[name] = cur
 	}
+}
+
+// Status returns the gang's current status.
+func (m *Manager) Status(key Key) Status {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.statusLocked(key)
+}
+
+// statusLocked returns the gang's status, from the cache when it is fresh.
+// Its maps and lists are shared by every caller: read only. m.mu held, for
+// reading at least.
+func (m *Manager) statusLocked(key Key) Status { return *m.statusRefLocked(key, m.groups[key]) }
+
+// statusRefLocked is statusLocked of the gang key, whose group is g (nil:
+// not known), without the copy: the cached status itself, read only. m.mu
+// held, for reading at least.
+func (m *Manager) statusRefLocked(key Key, g *group) *Status {
+	if g == nil {
+		s := m.computeStatusLocked(key, &group{})
+		return &s
+	}
+	if s := g.status.Load(); s != nil {
+		return s
+	}
+	s := m.computeStatusLocked(key, g)
+	g.status.Store(&s)
+	return &s
+}
+
+func (m *Manager) computeStatusLocked(key Key, g *group) Status {
+	var live []*v1.Pod
+	for _, p := range g.members {
+		if p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	src := m.sourceObjects(key)
+	spec, err := resolveSpec(key, live, src)
+	s := computeStatus(key, spec, err, g.members, g.reserved, g.requests)
+	s.Waiting = g.failure.message
+	s.Tried = g.failure.message != "" || g.plan != nil
+	if s.Waiting == "" {
+		s.Waiting = g.note
+	}
+	return s
+}
+
+// sourceObjects returns the PodGroup object that may define the gang.
+func (m *Manager) sourceObjects(key Key) sources {
+	src := sources{spInstalled: m.spLister != nil}
+	switch key.Family {
+	case FamilyMuster:
+		src.muster = lookup[*v1alpha1.PodGroup](m.pgStore, key)
+	case FamilySchedulerPlugins:
+		src.schedulerPlugins = lookup[*spv1alpha1.PodGroup](m.spStore, key)
+	case FamilyUpstream:
+		src.upstream = lookup[*schedulingv1beta1.PodGroup](m.upStore, key)
+	}
+	return src
+}
+
+// lookup returns the object of the gang's name in store (nil: none, or
+// no store).
+func lookup[T *v1alpha1.PodGroup | *spv1alpha1.PodGroup | *schedulingv1beta1.PodGroup](store cache.Store, key Key) T {
+	if store == nil {
+		return nil
+	}
+	obj, exists, _ := store.GetByKey(key.Namespace + "/" + key.Name)
+	if !exists {
+		return nil
+	}
+	t, _ := obj.(T)
+	return t
+}
+
+// Statuses returns the status of every gang, each consistent on its own.
+// The lock is taken gang by gang: computing every status at once would
+// hold up the scheduling cycle's Reserve, which writes, for as long.
+func (m *Manager) Statuses() []Status {
+	keys := m.Keys()
+	out := make([]Status, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, m.Status(k))
+	}
+	return out
+}
+
+// CreationTime orders gangs in the scheduling queue: the PodGroup's creation
+// time, else the earliest member's.
+func (m *Manager) CreationTime(key Key) time.Time {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.creationTimeLocked(key, m.groups[key])
+}
+
+// creationTimeLocked is CreationTime of the gang key, whose group is g
+// (nil: not known), from g's cache when it is fresh. m.mu held, for
+// reading at least.
+func (m *Manager) creationTimeLocked(key Key, g *group) time.Time {
+	if g == nil {
+		return creationTime(m.podGroup(key), nil)
+	}
+	if t := g.createdAt.Load(); t != nil {
+		return *t
+	}
+	t := creationTime(m.podGroup(key), g)
+	g.createdAt.Store(&t)
+	return t
+}
+
+// creationTime is the PodGroup's creation time, else the earliest
+// member's (zero for a gang not known yet).
+func creationTime(pg *v1alpha1.PodGroup, g *group) time.Time {
+	switch {
+	case pg != nil:
+		return pg.CreationTimestamp.Time
+	case g != nil:
+		return g.created
+	}
+	return time.Time{}
+}
+
+// podGroup is the Muster PodGroup of a gang of that family, if it exists.
+func (m *Manager) podGroup(key Key) *v1alpha1.PodGroup {
+	if key.Family != FamilyMuster {
+		return nil
+	}
+	return lookup[*v1alpha1.PodGroup](m.pgStore, key)
 }

@@ -1,0 +1,138 @@
+package gang
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// What the scheduling cycles record of a gang: reservations, its placement
+// plan, its last failure and why a queue keeps it waiting.
+
+// Reserve records that this scheduler reserved node for the member uid.
+// Idempotent; Unreserve undoes it.
+func (m *Manager) Reserve(key Key, uid types.UID, node string) {
+	m.mu.Lock()
+	g := m.groupLocked(key)
+	g.changed()
+	g.reserved[uid] = node
+	ready := g.plan != nil && planUsedUp(g)
+	if ready {
+		g.plan = nil
+	}
+	m.mu.Unlock()
+	m.notify(key, usageChange)
+	if ready {
+		// Extras that arrived while the plan was carried out were parked
+		// behind it; they schedule one by one now. Not on this goroutine:
+		// Reserve runs in a scheduling cycle, and waking takes the
+		// scheduling queue's lock.
+		go m.wake(key)
+	}
+}
+
+func planUsedUp(g *group) bool {
+	for uid := range g.plan.Nodes {
+		if _, ok := g.reserved[uid]; !ok {
+			if p := g.members[uid]; p == nil || p.Spec.NodeName == "" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Unreserve forgets the reservation of member uid and drops the gang's plan:
+// the gang will be placed afresh.
+func (m *Manager) Unreserve(key Key, uid types.UID) {
+	m.mu.Lock()
+	if g := m.groups[key]; g != nil {
+		g.changed()
+		delete(g.reserved, uid)
+		g.plan = nil
+	}
+	m.mu.Unlock()
+	m.notify(key, releaseChange)
+}
+
+// PlannedNode returns the node the gang's plan gives member uid, if a live
+// plan does.
+func (m *Manager) PlannedNode(key Key, uid types.UID, now time.Time) (node string, planned, hasPlan bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if g == nil || g.plan == nil || now.Sub(g.plan.Created) > PlanTTL {
+		return "", false, false
+	}
+	node, planned = g.plan.Nodes[uid]
+	return node, planned, true
+}
+
+// Placing reports whether the gang is being placed: it has a live plan
+// whose members are not all reserved yet.
+func (m *Manager) Placing(key Key, now time.Time) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.groups[key].placing(now)
+}
+
+// placing reports whether g (nil: a gang not known) has a placement plan
+// younger than PlanTTL at now.
+func (g *group) placing(now time.Time) bool {
+	return g != nil && g.plan != nil && now.Sub(g.plan.Created) <= PlanTTL
+}
+
+// SetPlan records where the gang's pending members go.
+func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
+	m.mu.Lock()
+	g := m.groupLocked(key)
+	g.changed()
+	g.plan = &Plan{Nodes: nodes, Created: now}
+	g.failure = failure{}
+	g.note = ""
+	m.mu.Unlock()
+	m.notify(key, statusChange)
+}
+
+// DropPlan forgets the gang's plan.
+func (m *Manager) DropPlan(key Key) {
+	m.mu.Lock()
+	if g := m.groups[key]; g != nil && g.plan != nil {
+		g.changed()
+		g.plan = nil
+	}
+	m.mu.Unlock()
+}
+
+// RecordFailure records why the gang could not be placed on its last try.
+func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
+	m.mu.Lock()
+	g := m.groupLocked(key)
+	changed := g.failure.message != message
+	g.changed()
+	g.failure = failure{message: message, at: now}
+	g.plan = nil
+	m.mu.Unlock()
+	if changed {
+		m.notify(key, statusChange)
+	}
+}
+
+// SetWaiting records why something other than placement keeps the gang
+// waiting (its queue did not admit it); "" clears it.
+func (m *Manager) SetWaiting(key Key, why string) {
+	m.mu.Lock()
+	g := m.groups[key]
+	changed := g != nil && g.note != why
+	if changed {
+		g.changed()
+		g.note = why
+		if why != "" {
+			g.failure = failure{}
+		}
+	}
+	m.mu.Unlock()
+	if changed {
+		m.notify(key, statusChange)
+	}
+}
