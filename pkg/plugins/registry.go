@@ -14,25 +14,25 @@ import (
 	_ "github.com/muster-sched/muster/apis/config/scheme"
 	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/plugins/binpack"
-	"github.com/muster-sched/muster/pkg/plugins/gang"
-	"github.com/muster-sched/muster/pkg/plugins/queue"
+	"github.com/muster-sched/muster/pkg/plugins/gangscheduling"
+	"github.com/muster-sched/muster/pkg/plugins/queuepolicy"
 )
 
-// Options registers every Muster plugin with kube-scheduler; the plugins of
-// every profile share the batch state of
-// process; the queue plugins share one set of reclaim records.
+// Options registers every Muster plugin with kube-scheduler. The plugins of
+// every profile share the batch state of process, and the queue plugins one
+// set of reclaim records.
 func Options(process *batch.Process) []app.Option {
-	records := queue.NewRecords()
+	records := queuepolicy.NewRecords()
 	return []app.Option{
 		app.WithPlugin(binpack.Name, binpack.New),
-		app.WithPlugin(gang.Name, func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return gang.New(ctx, args, h, process)
+		app.WithPlugin(gangscheduling.Name, func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return gangscheduling.New(ctx, args, h, process)
 		}),
-		app.WithPlugin(queue.ProportionName, func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return queue.NewProportion(ctx, args, h, process, records)
+		app.WithPlugin(queuepolicy.ProportionName, func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return queuepolicy.NewProportion(ctx, args, h, process, records)
 		}),
-		app.WithPlugin(queue.CapacityName, func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			return queue.NewCapacity(ctx, args, h, process, records)
+		app.WithPlugin(queuepolicy.CapacityName, func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return queuepolicy.NewCapacity(ctx, args, h, process, records)
 		}),
 	}
 }

@@ -53,7 +53,7 @@ type State struct {
 	// (queueOf).
 	queueNames map[string]bool
 	rehomed    map[gang.Key]bool
-	// figures holds each gang's *Gang (immutable values), read without
+	// figures holds each gang's *GangFigures (immutable values), read without
 	// locks by QueueSort.
 	figures sync.Map
 	last    atomic.Pointer[Snapshot]
@@ -83,9 +83,9 @@ type Snapshot struct {
 	state       *State
 }
 
-// Gang is one gang's place in the accounting. Values are never modified
+// GangFigures are one gang's place in the accounting. Values are never modified
 // once published.
-type Gang struct {
+type GangFigures struct {
 	Queue        string
 	MinResources Vector
 	Allocated    Vector
@@ -100,17 +100,17 @@ type Gang struct {
 }
 
 // Gang returns a gang's figures, or nil for a gang not accounted yet.
-func (snap *Snapshot) Gang(key gang.Key) *Gang {
+func (snap *Snapshot) Gang(key gang.Key) *GangFigures {
 	v, ok := snap.state.figures.Load(key)
 	if !ok {
 		return nil
 	}
-	return v.(*Gang)
+	return v.(*GangFigures)
 }
 
 // RangeGangs calls f for every accounted gang until it returns false.
-func (snap *Snapshot) RangeGangs(f func(gang.Key, *Gang) bool) {
-	snap.state.figures.Range(func(k, v any) bool { return f(k.(gang.Key), v.(*Gang)) })
+func (snap *Snapshot) RangeGangs(f func(gang.Key, *GangFigures) bool) {
+	snap.state.figures.Range(func(k, v any) bool { return f(k.(gang.Key), v.(*GangFigures)) })
 }
 
 // NewState builds the accounting over the gang state, the Queue lister and
@@ -294,7 +294,7 @@ func (s *State) refreshGang(key gang.Key) {
 		// with it, and Admit refuses the gang until the Queue is back.
 		delete(s.admitted, key)
 	}
-	g := &Gang{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready(), Priority: st.Priority}
+	g := &GangFigures{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready(), Priority: st.Priority}
 	g.Admitted = s.admitted[key] || st.Placed > 0
 	if st.Placed > 0 {
 		delete(s.admitted, key) // placed members keep it admitted now
@@ -501,7 +501,7 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 
 // overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used.
 // Dimensions no node offers are not limited here.
-func (s *State) overcommitted(g *Gang, snap *Snapshot) (bool, v1.ResourceName) {
+func (s *State) overcommitted(g *GangFigures, snap *Snapshot) (bool, v1.ResourceName) {
 	r := firstOver(g.MinResources, func(k v1.ResourceName) bool {
 		a, ok := snap.Allocatable[k]
 		if !ok || g.MinResources[k] <= 0 {

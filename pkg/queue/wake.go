@@ -30,7 +30,7 @@ func (s *State) Release(key gang.Key) {
 		delete(s.admitted, key)
 		s.dirty[key] = true
 		if v, ok := s.figures.Load(key); ok {
-			g := *v.(*Gang)
+			g := *v.(*GangFigures)
 			g.Admitted = false
 			s.figures.Store(key, &g)
 		}

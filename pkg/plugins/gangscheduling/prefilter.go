@@ -1,4 +1,4 @@
-package gang
+package gangscheduling
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // this cycle's snapshot; if the gang cannot be placed whole, the member is
 // rejected and nothing is reserved. Members with a plan are filtered on
 // their planned node only.
-func (pl *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if gang.IsTrial(state) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -81,13 +81,13 @@ func waitForPlan(state fwk.CycleState, key gang.Key) *fwk.Status {
 }
 
 // PreFilterExtensions is nil: Gang keeps no per-node state in the cycle.
-func (pl *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // PostFilter runs when a member could not be placed: its waiting siblings
 // are released at once and the plan is dropped, so the gang holds nothing
 // and is planned afresh when the cluster changes. Stock preemption is not
 // attempted for a member alone; pods in no gang are left to it.
-func (pl *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, ok := pl.keyOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)

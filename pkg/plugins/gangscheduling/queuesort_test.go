@@ -1,4 +1,4 @@
-package gang
+package gangscheduling
 
 import (
 	"context"
@@ -84,8 +84,8 @@ func TestLessKeptOrdersAgree(t *testing.T) {
 	now := created.Add(time.Hour)
 	clock := func() time.Time { return now }
 	queues := func() *queue.State { return state }
-	kept := &Gang{manager: manager, queues: queues, now: clock, orders: newOrders()}
-	fresh := &Gang{manager: manager, queues: queues, now: clock}
+	kept := &Plugin{manager: manager, queues: queues, now: clock, orders: newOrders()}
+	fresh := &Plugin{manager: manager, queues: queues, now: clock}
 
 	check := func(step string) {
 		t.Helper()
@@ -273,7 +273,7 @@ func BenchmarkLessPop(b *testing.B) {
 		orders *orders
 	}{{"kept", newOrders()}, {"afresh", nil}} {
 		b.Run(tc.name, func(b *testing.B) {
-			pl := &Gang{manager: manager, queues: queues, now: time.Now, orders: tc.orders}
+			pl := &Plugin{manager: manager, queues: queues, now: time.Now, orders: tc.orders}
 			// kube-scheduler's heap, as its active queue builds it.
 			h := heap.New(func(p *framework.QueuedPodInfo) string { return string(p.Pod.UID) },
 				func(a, b *framework.QueuedPodInfo) bool { return pl.Less(a, b) })

@@ -3,7 +3,7 @@
 // its queue can start it (admission before placement) and keep each queue
 // under its ceiling: deserved for Proportion, realCapability for Capacity.
 // The accounting lives in pkg/queue, shared by every profile.
-package queue
+package queuepolicy
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package gang
+package gangscheduling
 
 import (
 	"cmp"
@@ -28,7 +28,7 @@ import (
 //
 // An entity that is not a pod (kube-scheduler's own pod groups, queued only
 // where its GenericWorkload gate is on) compares as a pod in no gang.
-func (pl *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
+func (pl *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	if pa, pb := a.GetPriority(), b.GetPriority(); pa != pb {
 		return pa > pb
 	}
@@ -101,7 +101,7 @@ func podOf(e fwk.QueuedEntityInfo) *v1.Pod {
 }
 
 // keyOfEntity is keyOf for a queued entity's pod, which may be nil.
-func (pl *Gang) keyOfEntity(pod *v1.Pod) (gang.Key, bool) {
+func (pl *Plugin) keyOfEntity(pod *v1.Pod) (gang.Key, bool) {
 	if pod == nil {
 		return gang.Key{}, false
 	}
@@ -111,7 +111,7 @@ func (pl *Gang) keyOfEntity(pod *v1.Pod) (gang.Key, bool) {
 // refreshOrder brings o, the entry of member uid, up to date: its position
 // in its gang, and withStatus (queues order it: qs on, snap their last
 // snapshot) its queue and projection.
-func (pl *Gang) refreshOrder(o *order, uid types.UID, withStatus bool, qs *queue.State, snap *queue.Snapshot) {
+func (pl *Plugin) refreshOrder(o *order, uid types.UID, withStatus bool, qs *queue.State, snap *queue.Snapshot) {
 	if !o.pos.Stamp.Current() || withStatus && o.pos.Status == nil {
 		o.pos = pl.manager.Position(o.key, uid, withStatus)
 		o.snap, o.projected = nil, false

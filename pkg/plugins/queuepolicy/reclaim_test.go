@@ -1,4 +1,4 @@
-package queue
+package queuepolicy
 
 import (
 	"errors"
@@ -570,7 +570,7 @@ func TestPDBBlocks(t *testing.T) {
 
 func TestExtraUnits(t *testing.T) {
 	key := gang.Key{Family: gang.FamilyMuster, Namespace: testNamespace, Name: "x"}
-	g := &queue.Gang{Queue: "a"}
+	g := &queue.GangFigures{Queue: "a"}
 	member := func(name, role string) *v1.Pod {
 		return st.MakePod().Namespace(testNamespace).Name(name).UID(name).Label(v1alpha1.LabelRole, role).
 			Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Node("n1").Obj()

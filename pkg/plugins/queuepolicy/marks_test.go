@@ -1,4 +1,4 @@
-package queue
+package queuepolicy
 
 import (
 	"testing"

@@ -2,7 +2,7 @@
 // scheduling: all members of a gang are placed together or none is, and a
 // gang that cannot be placed whole reserves nothing. The gang state lives in
 // pkg/gang, shared by every profile of the process.
-package gang
+package gangscheduling
 
 import (
 	"context"
@@ -27,8 +27,8 @@ import (
 // Name is the plugin's name in the registry and in configurations.
 const Name = "Gang"
 
-// Gang implements gang scheduling.
-type Gang struct {
+// Plugin implements gang scheduling.
+type Plugin struct {
 	handle     fwk.Handle
 	framework  framework.Framework
 	placer     *placement.Placer
@@ -44,14 +44,14 @@ type Gang struct {
 }
 
 var (
-	_ fwk.PreEnqueuePlugin  = &Gang{}
-	_ fwk.QueueSortPlugin   = &Gang{}
-	_ fwk.PreFilterPlugin   = &Gang{}
-	_ fwk.PostFilterPlugin  = &Gang{}
-	_ fwk.ReservePlugin     = &Gang{}
-	_ fwk.PermitPlugin      = &Gang{}
-	_ fwk.EnqueueExtensions = &Gang{}
-	_ fwk.SignPlugin        = &Gang{}
+	_ fwk.PreEnqueuePlugin  = &Plugin{}
+	_ fwk.QueueSortPlugin   = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
 )
 
 // New builds the plugin. Every profile of the process shares its gang
@@ -72,7 +72,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 	if err != nil {
 		return nil, err
 	}
-	return &Gang{
+	return &Plugin{
 		handle:    h,
 		framework: fw,
 		placer:    &placement.Placer{Handle: h, Framework: fw},
@@ -86,16 +86,16 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 }
 
 // Name returns the plugin's name.
-func (pl *Gang) Name() string { return Name }
+func (pl *Plugin) Name() string { return Name }
 
 // keyOf returns the pod's gang, if it has one.
-func (pl *Gang) keyOf(pod *v1.Pod) (gang.Key, bool) { return pl.manager.KeyOf(pod) }
+func (pl *Plugin) keyOf(pod *v1.Pod) (gang.Key, bool) { return pl.manager.KeyOf(pod) }
 
 // SignPod lets kube-scheduler's opportunistic batching reuse a cycle's
 // results for a pod in no gang, which Gang's PreFilter skips; a profile
 // with a plugin that cannot sign batches nothing at all. A member is never
 // batched: it follows its gang's plan.
-func (pl *Gang) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+func (pl *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	if _, ok := pl.keyOf(pod); ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member follows its gang's plan")
 	}
@@ -104,7 +104,7 @@ func (pl *Gang) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fw
 
 // PreEnqueue keeps a member out of the active queue until its gang is valid:
 // enough members exist (per role too) and its labels or PodGroup make sense.
-func (pl *Gang) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if _, ok := pl.keyOf(pod); !ok {
 		return nil // not a gang's: PreEnqueue costs it nothing
 	}

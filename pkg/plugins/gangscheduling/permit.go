@@ -1,4 +1,4 @@
-package gang
+package gangscheduling
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // Reserve records the member as placed.
-func (pl *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
 	if key, ok := pl.keyOf(pod); ok {
 		pl.manager.Reserve(key, pod.UID, node)
 	}
@@ -23,7 +23,7 @@ func (pl *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node s
 // Unreserve undoes Reserve: the member failed after it was placed (its
 // Permit timed out or was rejected, or binding failed). Its waiting
 // siblings are released at once, and the gang will be planned afresh.
-func (pl *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+func (pl *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
 	key, ok := pl.keyOf(pod)
 	if !ok {
 		return
@@ -35,7 +35,7 @@ func (pl *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 // Permit lets a member bind once its gang is ready, and lets every waiting
 // sibling go with it. Until then the member waits, bounded by the gang's
 // scheduleTimeoutSeconds.
-func (pl *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
+func (pl *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
 	key, ok := pl.keyOf(pod)
 	if !ok {
 		return nil, 0
@@ -56,7 +56,7 @@ func (pl *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ str
 	return fwk.NewStatus(fwk.Wait), timeout
 }
 
-func (pl *Gang) allowWaiting(ctx context.Context, key gang.Key) {
+func (pl *Plugin) allowWaiting(ctx context.Context, key gang.Key) {
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := pl.keyOf(wp.GetPod()); ok && k == key {
 			klog.FromContext(ctx).V(4).Info("Gang ready: member allowed", "pod", klog.KObj(wp.GetPod()), "gang", key)
@@ -67,7 +67,7 @@ func (pl *Gang) allowWaiting(ctx context.Context, key gang.Key) {
 
 // releaseWaiting rejects the members of the gang that wait at Permit and
 // says how many there were.
-func (pl *Gang) releaseWaiting(ctx context.Context, key gang.Key, why string) int {
+func (pl *Plugin) releaseWaiting(ctx context.Context, key gang.Key, why string) int {
 	released := 0
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := pl.keyOf(wp.GetPod()); ok && k == key {

@@ -1,4 +1,4 @@
-package queue
+package queuepolicy
 
 import (
 	"context"
@@ -236,7 +236,7 @@ func (pl *Plugin) starving(snap *queue.Snapshot, leader gang.Key, q string) []ga
 		created  time.Time
 	}
 	var out []entry
-	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
+	snap.RangeGangs(func(key gang.Key, g *queue.GangFigures) bool {
 		if g.Queue == q && key != leader && !g.Ready {
 			out = append(out, entry{key, g.Priority, pl.gangs.CreationTime(key)})
 		}
@@ -271,7 +271,7 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 	// choice: taken only when nothing else lets the gang fit.
 	var free, guarded unitLists
 	evicting := pl.records.evictingNow()
-	snap.RangeGangs(func(key gang.Key, g *queue.Gang) bool {
+	snap.RangeGangs(func(key gang.Key, g *queue.GangFigures) bool {
 		if key == preemptor || g.Allocated == nil {
 			return true
 		}
@@ -367,14 +367,14 @@ func keyLess(a, b gang.Key) bool {
 	return a.Family < b.Family
 }
 
-func wholeUnit(key gang.Key, g *queue.Gang, pods []*v1.Pod, why reason) unit {
+func wholeUnit(key gang.Key, g *queue.GangFigures, pods []*v1.Pod, why reason) unit {
 	return unit{gang: key, queue: g.Queue, pods: pods, usage: requestsOf(pods), whole: true, reason: why, gangAllocated: g.Allocated}
 }
 
 // extraUnits are the bound members (newest first) a gang can lose and
 // still have minMember members and each role its minimum, one unit each;
 // none without a spec (a gang its queue does not admit is offered whole).
-func extraUnits(key gang.Key, g *queue.Gang, bound []*v1.Pod, spec *gang.Spec, why reason) []unit {
+func extraUnits(key gang.Key, g *queue.GangFigures, bound []*v1.Pod, spec *gang.Spec, why reason) []unit {
 	if spec == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package gang
+package gangscheduling
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestLessUnmanagedIsPrioritySort(t *testing.T) {
 		infos = append(infos, &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: now.Add(time.Duration(i%4) * time.Second)}})
 	}
 	stock := &queuesort.PrioritySort{}
-	pl := &Gang{}
+	pl := &Plugin{}
 	for _, a := range infos {
 		for _, b := range infos {
 			if got, want := pl.Less(a, b), stock.Less(a, b); got != want {
@@ -70,7 +70,7 @@ func TestLessSameGangFollowsMemberOrder(t *testing.T) {
 		{"older first though queued later", member("job-b", 0, time.Second, 0), member("job-a", time.Second, 0, 0), true},
 		{"priority first", member("job-b", time.Second, 0, 1), member("job-a", 0, 0, 0), true},
 	}
-	pl := &Gang{}
+	pl := &Plugin{}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := pl.Less(tc.a, tc.b); got != tc.want {
@@ -90,7 +90,7 @@ func TestLessSameGangFollowsMemberOrder(t *testing.T) {
 // back while the gang state takes in its first list (a nil batch would
 // panic if it were consulted).
 func TestPreEnqueueUnmanagedIsNotHeld(t *testing.T) {
-	pl := &Gang{}
+	pl := &Plugin{}
 	pod := st.MakePod().Namespace("ns").Name("web").Label("app", "web").Obj()
 	if s := pl.PreEnqueue(context.Background(), pod); !s.IsSuccess() {
 		t.Errorf("PreEnqueue(unmanaged pod) = %v, want success", s)
@@ -109,7 +109,7 @@ func TestSignPod(t *testing.T) {
 		{name: "a member", pod: st.MakePod().Name("m").Labels(map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "2"}).Obj()},
 		{name: "a queue's", pod: st.MakePod().Name("q").Labels(map[string]string{v1alpha1.LabelQueue: "team"}).Obj()},
 	}
-	pl := &Gang{}
+	pl := &Plugin{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fragments, status := pl.SignPod(context.Background(), tt.pod)

@@ -1,4 +1,4 @@
-package gang
+package gangscheduling
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const (
 
 // EventsToRegister lists the events that can make a rejected member
 // schedulable, each with a hint that skips events that cannot.
-func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	events := []fwk.ClusterEventWithHint{
 		// A new member can make the gang valid; a bound sibling can make it
 		// ready for members waiting behind a plan.
@@ -38,7 +38,7 @@ func (pl *Gang) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint,
 	return events, nil
 }
 
-func (pl *Gang) isSibling(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+func (pl *Plugin) isSibling(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
 	other, ok := newObj.(*v1.Pod)
 	if !ok {
 		return fwk.Queue, nil
@@ -64,7 +64,7 @@ func freesRoom(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error
 // created or its spec changes: the gang's requirements changed, so its last
 // failure says nothing about the next try. Status updates (written by
 // Muster itself) are skipped.
-func (pl *Gang) namesGang(family gang.Family) fwk.QueueingHintFn {
+func (pl *Plugin) namesGang(family gang.Family) fwk.QueueingHintFn {
 	return func(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 		key, ok := pl.keyOf(pod)
 		if !ok || key.Family != family {
