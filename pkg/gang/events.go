@@ -159,7 +159,7 @@ func (m *Manager) checkValid(key Key) {
 		return // the common case, under the read lock only
 	}
 	m.mu.Lock()
-	valid := m.refused[key] && m.statusLocked(key).Invalid == ""
+	valid := m.refused[key] && m.invalidLocked(key) == ""
 	if valid {
 		delete(m.refused, key)
 	}
@@ -179,12 +179,24 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 			m.mu.Lock()
 			if g := m.groups[key]; g != nil {
 				g.changed()
+				g.short.Store(0)
 			}
 			m.mu.Unlock()
 			m.notify(key, releaseChange)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }, DeleteFunc: notify,
+		AddFunc: notify,
+		UpdateFunc: func(oldObj, newObj any) {
+			// The gang reads the spec alone: a status write (Muster's
+			// own, every change of a waiting gang) changes nothing.
+			o, okOld := oldObj.(metav1.Object)
+			n, okNew := newObj.(metav1.Object)
+			if okOld && okNew && o.GetGeneration() == n.GetGeneration() {
+				return
+			}
+			notify(newObj)
+		},
+		DeleteFunc: notify,
 	}
 }

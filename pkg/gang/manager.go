@@ -89,7 +89,18 @@ type group struct {
 	// stamp is handed out with positions read since the last change; it
 	// goes stale with the next.
 	stamp atomic.Pointer[Stamp]
+	// live counts the members neither failed nor being deleted.
+	live int32
+	// short is the minMember of a gang whose last computed status found
+	// it invalid for too few live members alone (0 otherwise): until it
+	// has that many, or its spec may have moved, it is invalid for that
+	// reason still, and saying so need not compute its whole status (a
+	// gang of thousands of members is refused once per member arriving).
+	short atomic.Int32
 }
+
+// isLive reports whether a member counts as live in its gang's status.
+func isLive(p *v1.Pod) bool { return p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil }
 
 // changed drops the cached status, ranks and creation time, and stales the
 // positions handed out. m.mu held for writing.

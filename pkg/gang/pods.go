@@ -63,21 +63,22 @@ func (m *Manager) trimTerminated(obj any) (any, error) {
 // scheduling queue calls PreEnqueue with its lock held, and they activate
 // pods in it.
 //
-// It returns the gang's status with the pod in it. A gang invalid now is
-// remembered, so that its refused members are woken once it turns valid.
-func (m *Manager) Observe(pod *v1.Pod) (Key, Status, bool) {
+// It returns why the gang, with the pod in it, is invalid ("" when it is
+// valid). A gang invalid now is remembered, so that its refused members
+// are woken once it turns valid.
+func (m *Manager) Observe(pod *v1.Pod) (key Key, invalid string, ok bool) {
 	key, ok, c := m.upsert(pod)
 	if !ok {
-		return Key{}, Status{}, false
+		return Key{}, "", false
 	}
 	m.mu.Lock()
-	s := m.statusLocked(key)
-	if s.Invalid != "" {
+	invalid = m.invalidLocked(key)
+	if invalid != "" {
 		m.refused[key] = true
 	}
 	m.mu.Unlock()
 	m.notifyChange(key, c)
-	return key, s, true
+	return key, invalid, true
 }
 
 func (m *Manager) updatePod(obj any) {
@@ -132,6 +133,15 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 		return key, true, unchanged
 	}
 	g.changed()
+	if old != nil && !maps.Equal(old.Labels, pod.Labels) {
+		g.short.Store(0) // the labels may say another spec
+	}
+	if old != nil && isLive(old) {
+		g.live--
+	}
+	if isLive(pod) {
+		g.live++
+	}
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	c = statusChange
 	switch {
@@ -237,6 +247,10 @@ func (m *Manager) removeLocked(key Key, uid types.UID) {
 		return
 	}
 	g.changed()
+	g.short.Store(0) // the member may have been the one that disagreed
+	if p := g.members[uid]; p != nil && isLive(p) {
+		g.live--
+	}
 	delete(g.members, uid)
 	delete(g.reserved, uid)
 	delete(g.requests, uid)

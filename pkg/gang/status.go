@@ -262,12 +262,29 @@ func (m *Manager) computeStatusLocked(key Key, g *group) Status {
 	src := m.sourceObjects(key)
 	spec, err := resolveSpec(key, live, src)
 	s := computeStatus(key, spec, err, g.members, g.reserved, g.requests)
+	if err == nil && s.Live < s.Spec.MinMember {
+		g.short.Store(s.Spec.MinMember)
+	} else {
+		g.short.Store(0)
+	}
 	s.Waiting = g.failure.message
 	s.Tried = g.failure.message != "" || g.plan != nil
 	if s.Waiting == "" {
 		s.Waiting = g.note
 	}
 	return s
+}
+
+// invalidLocked is the gang's status's Invalid, without computing the
+// whole status while the gang is short of members (see group.short). m.mu
+// held, for reading at least.
+func (m *Manager) invalidLocked(key Key) string {
+	if g := m.groups[key]; g != nil && g.status.Load() == nil {
+		if need := g.short.Load(); need > 0 && g.live < need {
+			return fmt.Sprintf("%d members exist, minMember %d", g.live, need)
+		}
+	}
+	return m.statusRefLocked(key, m.groups[key]).Invalid
 }
 
 // sourceObjects returns the PodGroup object that may define the gang.

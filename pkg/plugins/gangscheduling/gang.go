@@ -111,13 +111,13 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if pl.batch.Hold(ctx, pod) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the gang state to take in the cluster's pods (scheduler start)")
 	}
-	key, s, ok := pl.manager.Observe(pod)
+	key, invalid, ok := pl.manager.Observe(pod)
 	if !ok {
 		return nil
 	}
-	if s.Invalid != "" {
-		klog.FromContext(ctx).V(5).Info("Gang not valid yet", "pod", klog.KObj(pod), "gang", key, "reason", s.Invalid)
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gang "+key.Namespace+"/"+key.Name+": "+s.Invalid)
+	if invalid != "" {
+		klog.FromContext(ctx).V(5).Info("Gang not valid yet", "pod", klog.KObj(pod), "gang", key, "reason", invalid)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gang "+key.Namespace+"/"+key.Name+": "+invalid)
 	}
 	return nil
 }
