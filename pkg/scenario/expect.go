@@ -49,6 +49,9 @@ func (e *Expectation) check(r *Result, byProfile map[string]*Result) []string {
 	if e.MaxTimeToFairShare != nil {
 		out = append(out, e.checkFairShareBursts(r)...)
 	}
+	if e.MaxPodLatencyP99 != nil && r.PodLatencyP99 > *e.MaxPodLatencyP99 {
+		out = append(out, fmt.Sprintf("podLatencyP99 is %.3fs, bound %.3fs", r.PodLatencyP99, *e.MaxPodLatencyP99))
+	}
 	if e.MaxAttemptsPerPod != nil && r.AttemptsPerPod > *e.MaxAttemptsPerPod {
 		out = append(out, fmt.Sprintf("attemptsPerPod is %.3f, bound %.3f", r.AttemptsPerPod, *e.MaxAttemptsPerPod))
 	}
@@ -115,6 +118,8 @@ func metricValue(r *Result, metric string) float64 {
 		return r.GangLatencyP50
 	case "gangLatencyP99":
 		return r.GangLatencyP99
+	case "podLatencyP99":
+		return r.PodLatencyP99
 	case "algorithmMicrosPerPod":
 		return r.AlgorithmMicrosPerPod
 	case "preFilterMicrosPerPod":

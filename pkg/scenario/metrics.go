@@ -54,6 +54,10 @@ type Result struct {
 	GangLatencyP50 float64 `json:"gangLatencyP50Seconds"`
 	GangLatencyP99 float64 `json:"gangLatencyP99Seconds"`
 	PartialGangs   int     `json:"partialGangs"`
+	// PodLatencyP50 and PodLatencyP99 are, over the bound pods in no gang,
+	// the time from creation (or the scheduler's start) to the bind.
+	PodLatencyP50 float64 `json:"podLatencyP50Seconds"`
+	PodLatencyP99 float64 `json:"podLatencyP99Seconds"`
 	// WastedReservation is resource-seconds of reservations released
 	// without a bind (Reserve → Unreserve), plus reservations of pods never
 	// bound still open at the end, per resource (cpu in cores, memory in
@@ -185,6 +189,7 @@ func measure(s *Scenario, o *observer, rel, open []released, sched schedulerCoun
 	r.Preemptors, r.ReclaimedPods = len(preemptors), reclaimedPods(o.pods, preemptors)
 	var firstCreated, firstBound, lastBound, lastDone time.Time
 	boundUIDs := map[string]bool{}
+	var podLatencies []float64
 	for _, p := range o.pods {
 		created := p.created
 		if created.Before(start) {
@@ -199,6 +204,9 @@ func measure(s *Scenario, o *observer, rel, open []released, sched schedulerCoun
 		}
 		r.BoundPods++
 		boundUIDs[p.uid] = true
+		if p.gang == "" {
+			podLatencies = append(podLatencies, math.Max(0, p.bound.Sub(created).Seconds()))
+		}
 		if firstBound.IsZero() || p.bound.Before(firstBound) {
 			firstBound = p.bound
 		}
@@ -251,6 +259,8 @@ func measure(s *Scenario, o *observer, rel, open []released, sched schedulerCoun
 	}
 	r.GangLatencyP50 = percentile(latencies, 50)
 	r.GangLatencyP99 = percentile(latencies, 99)
+	r.PodLatencyP50 = percentile(podLatencies, 50)
+	r.PodLatencyP99 = percentile(podLatencies, 99)
 
 	for _, x := range rel {
 		addResourceSeconds(r.WastedReservation, x)

@@ -146,6 +146,9 @@ var rows = []row{
 		return fmt.Sprintf("%.2f / %.2f", r.GangLatencyP50, r.GangLatencyP99)
 	}, hasGangs},
 	{"partial gangs", func(r *Result) string { return fmt.Sprint(r.PartialGangs) }, hasGangs},
+	{"plain pod latency p50/p99 (s)", func(r *Result) string {
+		return fmt.Sprintf("%.2f / %.2f", r.PodLatencyP50, r.PodLatencyP99)
+	}, always},
 	{"wasted reservation", func(r *Result) string { return resourceSeconds(r.WastedReservation) }, always},
 	{"  of never-bound pods", func(r *Result) string { return resourceSeconds(r.NeverBoundReservation) }, always},
 	{"mean utilization", func(r *Result) string { return percentages(r.MeanUtilization) }, always},

@@ -174,6 +174,9 @@ type Expectation struct {
 	MaxEvictions       *int           `yaml:"evictions"`
 	MaxGangsBroken     *int           `yaml:"gangsBrokenByEviction"`
 	MinFreeNodes       map[string]int `yaml:"minFreeNodes"`
+	// MaxPodLatencyP99 bounds, in seconds, podLatencyP99: pods in no gang
+	// keep their scheduling latency while gangs are placed.
+	MaxPodLatencyP99 *float64 `yaml:"podLatencyP99"`
 	// MaxTimeToFairShare bounds, in seconds, the time to fair share after
 	// every burst; a burst after which the queues never got there fails.
 	MaxTimeToFairShare *float64 `yaml:"maxTimeToFairShare"`

@@ -184,7 +184,7 @@ var Profiles = []string{ProfileStock, ProfileUpstream, ProfileCoscheduling, Prof
 // relativeMetrics are the metrics a relative bound may compare.
 var relativeMetrics = map[string]bool{
 	"makespan": true, "podsPerSecond": true, "attemptsPerPod": true,
-	"gangLatencyP50": true, "gangLatencyP99": true, "wastedReservation": true,
+	"gangLatencyP50": true, "gangLatencyP99": true, "podLatencyP99": true, "wastedReservation": true,
 	"algorithmMicrosPerPod": true, "preFilterMicrosPerPod": true,
 	"reserveMicrosPerPod": true, "permitMicrosPerPod": true,
 }

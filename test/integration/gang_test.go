@@ -198,7 +198,9 @@ func TestGangRequeue(t *testing.T) {
 		e.nodes("n", 4, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
 		e.startScheduler(gangConfig(t))
 		blocker := e.pod("blocker", map[v1.ResourceName]string{v1.ResourceCPU: "2"})
-		blocker.Annotations = map[string]string{simulator.AnnotationRunTime: "2s"}
+		// Long enough that the gang is still blocked a second after its
+		// members are created, on a loaded machine (-race) too.
+		blocker.Annotations = map[string]string{simulator.AnnotationRunTime: "5s"}
 		e.create(blocker)
 		e.waitBound("blocker")
 		members := e.members("g", 4, "3", musterLabels("g", 4))
