@@ -22,9 +22,11 @@ import (
 	musterlisters "github.com/muster-sched/muster/pkg/generated/listers/scheduling/v1alpha1"
 )
 
-// PlanTTL bounds how long a placement plan is followed. Members of a gang
-// are adjacent in the scheduling queue, so a plan is normally used up in
-// milliseconds; one that is not (a member stuck in backoff) is recomputed.
+// PlanTTL bounds how long a placement plan is followed without progress.
+// Members of a gang are adjacent in the scheduling queue, so a plan is
+// normally used up in milliseconds; one whose next member is not reserved
+// for this long (a member stuck in backoff) is recomputed. A plan that
+// keeps reserving members lives on, however large its gang.
 const PlanTTL = 10 * time.Second
 
 // Manager holds the state of every gang of the cluster. It is shared by all
@@ -116,8 +118,10 @@ func (g *group) changed() {
 // Plan is where a gang's pending members go: decided for the whole gang on
 // one snapshot before any of them reserves.
 type Plan struct {
-	Nodes   map[types.UID]string
-	Created time.Time
+	Nodes map[types.UID]string
+	// Progress is when the plan was made, then when it last reserved a
+	// member: the plan is followed until PlanTTL after.
+	Progress time.Time
 }
 
 type failure struct {

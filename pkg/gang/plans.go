@@ -11,11 +11,16 @@ import (
 
 // Reserve records that this scheduler reserved node for the member uid.
 // Idempotent; Unreserve undoes it.
-func (m *Manager) Reserve(key Key, uid types.UID, node string) {
+func (m *Manager) Reserve(key Key, uid types.UID, node string, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	g.changed()
 	g.reserved[uid] = node
+	if g.plan != nil {
+		if _, planned := g.plan.Nodes[uid]; planned {
+			g.plan.Progress = now
+		}
+	}
 	ready := g.plan != nil && planUsedUp(g)
 	if ready {
 		g.plan = nil
@@ -61,7 +66,7 @@ func (m *Manager) PlannedNode(key Key, uid types.UID, now time.Time) (node strin
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	g := m.groups[key]
-	if g == nil || g.plan == nil || now.Sub(g.plan.Created) > PlanTTL {
+	if g == nil || g.plan == nil || now.Sub(g.plan.Progress) > PlanTTL {
 		return "", false, false
 	}
 	node, planned = g.plan.Nodes[uid]
@@ -77,9 +82,9 @@ func (m *Manager) Placing(key Key, now time.Time) bool {
 }
 
 // placing reports whether g (nil: a gang not known) has a placement plan
-// younger than PlanTTL at now.
+// that made progress within PlanTTL of now.
 func (g *group) placing(now time.Time) bool {
-	return g != nil && g.plan != nil && now.Sub(g.plan.Created) <= PlanTTL
+	return g != nil && g.plan != nil && now.Sub(g.plan.Progress) <= PlanTTL
 }
 
 // SetPlan records where the gang's pending members go.
@@ -87,7 +92,7 @@ func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	g.changed()
-	g.plan = &Plan{Nodes: nodes, Created: now}
+	g.plan = &Plan{Nodes: nodes, Progress: now}
 	g.failure = failure{}
 	g.note = ""
 	m.mu.Unlock()

@@ -36,7 +36,8 @@ type Position struct {
 	Need int32
 	// Requests are the member's own (shared: read only).
 	Requests v1.ResourceList
-	// Plan is when the gang's placement plan was made; zero without one.
+	// Plan is when the gang's placement plan last made progress (see
+	// gang.Plan); zero without one.
 	Plan time.Time
 	// Created is the gang's creation time (see CreationTime).
 	Created time.Time
@@ -60,7 +61,7 @@ func (m *Manager) Position(key Key, uid types.UID, withStatus bool) Position {
 	if g != nil {
 		pos.Stamp = g.stampLocked()
 		if g.plan != nil {
-			pos.Plan = g.plan.Created
+			pos.Plan = g.plan.Progress
 		}
 	}
 	if !withStatus {

@@ -15,7 +15,7 @@ import (
 // Reserve records the member as placed.
 func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
 	if key, ok := pl.keyOf(pod); ok {
-		pl.manager.Reserve(key, pod.UID, node)
+		pl.manager.Reserve(key, pod.UID, node, pl.now())
 	}
 	return nil
 }

@@ -139,7 +139,7 @@ func TestLessKeptOrdersAgree(t *testing.T) {
 	state.Refresh()
 	check("start")
 
-	manager.Reserve(key("a2"), "uid-a2-0", "n1")
+	manager.Reserve(key("a2"), "uid-a2-0", "n1", time.Now())
 	state.Refresh()
 	check("a2-0 reserved")
 
@@ -300,7 +300,7 @@ func BenchmarkLessPop(b *testing.B) {
 					b.Fatal(err)
 				}
 				key, _ := gang.KeyOf(info.Pod)
-				manager.Reserve(key, info.Pod.UID, "n0")
+				manager.Reserve(key, info.Pod.UID, "n0", time.Now())
 				state.Refresh()
 			}
 		})

@@ -3,6 +3,7 @@ package queuepolicy
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -69,7 +70,7 @@ func BenchmarkRefresh(b *testing.B) {
 		p := pending[i%len(pending)]
 		key, _ := gang.KeyOf(p)
 		if i/len(pending)%2 == 0 {
-			pl.gangs.Reserve(key, p.UID, "node-0")
+			pl.gangs.Reserve(key, p.UID, "node-0", time.Now())
 			reserved++
 		} else {
 			pl.gangs.Unreserve(key, p.UID)
@@ -106,7 +107,7 @@ func BenchmarkPreFilter(b *testing.B) {
 			b.Fatalf("PreFilter(%s) = %v, want it admitted (Skip)", p.Name, s)
 		}
 		key, _ := gang.KeyOf(p)
-		pl.gangs.Reserve(key, p.UID, "node-0")
+		pl.gangs.Reserve(key, p.UID, "node-0", time.Now())
 		reserved++
 	}
 	checkAllocated(b, pl.state.Refresh(), reserved)

@@ -2,9 +2,11 @@ package gang
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
@@ -62,6 +64,51 @@ func TestShortGangInvalid(t *testing.T) {
 		}
 		if full := m.Status(key).Invalid; full != got {
 			t.Errorf("%s: the short answer %q differs from the whole status's %q", step.name, got, full)
+		}
+	}
+}
+
+// TestPlanLivesWhileItProgresses: a plan is followed for PlanTTL after it
+// last reserved a member, not after it was made, so a large gang whose
+// members take longer than that to reserve keeps its plan.
+func TestPlanLivesWhileItProgresses(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	kube := kubefake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	m, err := NewManager(ctx, Clients{Kube: kube, Muster: musterfake.NewSimpleClientset(), Pods: factory.Core().V1().Pods().Informer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := Key{FamilyMuster, "ns", "g"}
+	nodes := map[types.UID]string{}
+	for _, name := range []string{"a", "b", "c"} {
+		m.Observe(st.MakePod().Namespace("ns").Name(name).UID(name).
+			Label(v1alpha1.LabelPodGroup, "g").Label(v1alpha1.LabelMinAvailable, "3").Obj())
+		nodes[types.UID(name)] = "n-" + name
+	}
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	m.SetPlan(key, nodes, t0)
+	for _, step := range []struct {
+		name      string
+		reserve   types.UID
+		at        time.Duration
+		ask       types.UID
+		wantPlan  bool
+		wantFound bool
+	}{
+		{name: "fresh", at: time.Second, ask: "a", wantPlan: true, wantFound: true},
+		{name: "a reserved late, within the TTL", reserve: "a", at: PlanTTL - time.Second, ask: "b", wantPlan: true, wantFound: true},
+		{name: "past the TTL since made, within it since a", at: PlanTTL + 5*time.Second, ask: "b", wantPlan: true, wantFound: true},
+		{name: "b reserved", reserve: "b", at: 2 * PlanTTL, ask: "c", wantPlan: true, wantFound: true},
+		{name: "no progress for the TTL", at: 3*PlanTTL + time.Second, ask: "c", wantPlan: false, wantFound: false},
+	} {
+		now := t0.Add(step.at)
+		if step.reserve != "" {
+			m.Reserve(key, step.reserve, nodes[step.reserve], now)
+		}
+		node, found, hasPlan := m.PlannedNode(key, step.ask, now)
+		if hasPlan != step.wantPlan || found != step.wantFound || found && node != nodes[step.ask] {
+			t.Errorf("%s: PlannedNode(%s) = %q, %v, %v; want %q, %v, %v", step.name, step.ask, node, found, hasPlan, nodes[step.ask], step.wantFound, step.wantPlan)
 		}
 	}
 }
