@@ -141,8 +141,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	return nil
 }
 
-// waitSettled waits until the pods' placement and phases have not changed
-// for settle, or timeout has passed.
+// waitSettled waits until the pods' placement and phases, and the status
+// of PodGroups and Queues, have not changed for settle, and every PodGroup
+// and Queue has a status for its spec; or until timeout has passed.
 func waitSettled(ctx context.Context, cp *controlplane.ControlPlane, settle, timeout time.Duration) error {
 	var last map[string]string
 	lastChange := time.Now()
@@ -155,11 +156,28 @@ func waitSettled(ctx context.Context, cp *controlplane.ControlPlane, settle, tim
 		for _, p := range pods.Items {
 			now[p.Namespace+"/"+p.Name] = p.Spec.NodeName + "|" + string(p.Status.Phase) + "|" + scheduledMessage(&p)
 		}
+		groups, err := cp.Muster.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		queues, err := cp.Muster.SchedulingV1alpha1().Queues().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		written := true
+		for _, g := range groups.Items {
+			now["podgroup "+g.Namespace+"/"+g.Name] = fmt.Sprintf("%+v", g.Status)
+			written = written && g.Status.ObservedGeneration == g.Generation
+		}
+		for _, q := range queues.Items {
+			now["queue "+q.Name] = fmt.Sprintf("%+v", q.Status)
+			written = written && q.Status.ObservedGeneration == q.Generation
+		}
 		if !reflect.DeepEqual(now, last) {
 			last, lastChange = now, time.Now()
 			return false, nil
 		}
-		return time.Since(lastChange) >= settle, nil
+		return written && time.Since(lastChange) >= settle, nil
 	})
 	if wait.Interrupted(err) && ctx.Err() == nil {
 		return nil // timed out: report what there is

@@ -402,9 +402,13 @@ func TestGangBadInput(t *testing.T) {
 			e := newEnv(t)
 			e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
 			e.startScheduler(gangConfig(t))
+			// Members of each label set in turn: members that disagree
+			// exist from the second on, so the gang is never valid (two
+			// that agree, created first, could start before the others
+			// exist).
 			var bad []string
-			for i, l := range tt.labels {
-				for j := range 2 {
+			for j := range 2 {
+				for i, l := range tt.labels {
 					name := fmt.Sprintf("bad-%d-%d", i, j)
 					e.create(e.member(name, "1", l))
 					bad = append(bad, name)
