@@ -67,8 +67,8 @@ type Batch struct {
 }
 
 // OnLead registers f to run, with the leader's context, once this replica
-// leads and the gang state has taken in the first lists; before the
-// process leads. f may write to the API.
+// leads and the gang state has taken in the first lists. Register before
+// the process leads (from a plugin factory). f may write to the API.
 func (b *Batch) OnLead(f func(context.Context)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -19,13 +19,7 @@ import (
 // TestShortGangInvalid: while a gang is short of members, Observe says so
 // without computing its whole status, and says what the whole status says.
 func TestShortGangInvalid(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	kube := kubefake.NewClientset()
-	factory := informers.NewSharedInformerFactory(kube, 0)
-	m, err := NewManager(ctx, Clients{Kube: kube, Muster: musterfake.NewSimpleClientset(), Pods: factory.Core().V1().Pods().Informer()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newTestManager(t)
 	member := func(name, min string) *v1.Pod {
 		return st.MakePod().Namespace("ns").Name(name).UID(name).
 			Label(v1alpha1.LabelPodGroup, "g").Label(v1alpha1.LabelMinAvailable, min).Obj()
@@ -72,13 +66,7 @@ func TestShortGangInvalid(t *testing.T) {
 // last reserved a member, not after it was made, so a large gang whose
 // members take longer than that to reserve keeps its plan.
 func TestPlanLivesWhileItProgresses(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	kube := kubefake.NewClientset()
-	factory := informers.NewSharedInformerFactory(kube, 0)
-	m, err := NewManager(ctx, Clients{Kube: kube, Muster: musterfake.NewSimpleClientset(), Pods: factory.Core().V1().Pods().Informer()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newTestManager(t)
 	key := Key{FamilyMuster, "ns", "g"}
 	nodes := map[types.UID]string{}
 	for _, name := range []string{"a", "b", "c"} {
@@ -111,4 +99,18 @@ func TestPlanLivesWhileItProgresses(t *testing.T) {
 			t.Errorf("%s: PlannedNode(%s) = %q, %v, %v; want %q, %v, %v", step.name, step.ask, node, found, hasPlan, nodes[step.ask], step.wantFound, step.wantPlan)
 		}
 	}
+}
+
+// newTestManager is a Manager over an empty cluster; pods come in through
+// Observe.
+func newTestManager(t *testing.T) *Manager {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	kube := kubefake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	m, err := NewManager(ctx, Clients{Kube: kube, Muster: musterfake.NewSimpleClientset(), Pods: factory.Core().V1().Pods().Informer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

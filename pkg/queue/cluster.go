@@ -145,29 +145,32 @@ func (c *cluster) setNode(obj any) {
 	if schedulable(n) {
 		v = FromList(n.Status.Allocatable)
 	}
+	if c.updateNode(n.Name, v) {
+		c.freed()
+	}
+}
+
+// updateNode records a node's allocatable (nil: not schedulable) and
+// reports whether it offers room it did not before.
+func (c *cluster) updateNode(name string, v Vector) (offers bool) {
 	c.mu.Lock()
-	defer func() {
-		c.publishLocked()
-		c.mu.Unlock()
-		if v != nil {
-			c.freed()
-		}
-	}()
-	c.seen[n.Name] = true
-	old, had := c.nodes[n.Name]
+	defer c.mu.Unlock()
+	defer c.publishLocked()
+	c.seen[name] = true
+	old, had := c.nodes[name]
 	if had && v != nil && old.Equal(v) {
-		v = nil
-		return // a status update that leaves allocatable alone: most
+		return false // a status update that leaves allocatable alone: most
 	}
 	c.generation++
 	if had {
 		c.allocatable.own().Sub(old)
-		delete(c.nodes, n.Name)
+		delete(c.nodes, name)
 	}
 	if v != nil {
-		c.nodes[n.Name] = v
+		c.nodes[name] = v
 		c.allocatable.own().Add(v)
 	}
+	return v != nil
 }
 
 func (c *cluster) deleteNode(obj any) {

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -221,12 +220,9 @@ func newTestPlugin(t testing.TB, c testCluster, drfPreemption bool) (context.Con
 		placer: &placement.Placer{Handle: fw, Framework: fw},
 		client: kube,
 		pdbs:   func(*v1.Pod) bool { return false },
-		records: &Records{
-			gangs: gangs, handle: fw, logger: logger,
-			evicted: map[gang.Key][]victim{}, evicting: map[types.UID]unit{},
-			nominated: map[gang.Key]map[types.UID]queue.Vector{},
-		},
 	}
+	pl.records = NewRecords()
+	pl.records.gangs, pl.records.handle, pl.records.logger = gangs, fw, logger
 	return ctx, pl, snap
 }
 

@@ -27,7 +27,6 @@ import (
 // in flight, and the members nominated to evicted room. There is one per
 // scheduler process (plugins.Options builds it): every profile's queue
 // plugin shares it, and none chooses a victim another is evicting.
-
 type Records struct {
 	// once attaches the records to the first plugin's gang state and
 	// handle.
