@@ -179,6 +179,7 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 			m.mu.Lock()
 			if g := m.groups[key]; g != nil {
 				g.changed()
+				g.shape.Store(nil)
 				g.short.Store(0)
 			}
 			m.mu.Unlock()

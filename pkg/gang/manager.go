@@ -78,21 +78,21 @@ type group struct {
 	note string
 	// created is the earliest creation time of any member.
 	created time.Time
-	// status caches the gang's Status; every change of what it is computed
-	// from (members, reservations, failure, note, PodGroup) clears it, with
-	// m.mu held for writing. Readers holding m.mu for reading may fill it.
-	status atomic.Pointer[Status]
+	// tally is the running sums of its status.
+	tally tally
+	// shape caches the gang's shape; what may move it (see shape) clears
+	// it, with m.mu held for writing. Readers holding m.mu for reading may
+	// fill it.
+	shape atomic.Pointer[shape]
 	// ranks caches, for each pending member, its index in PendingMembers'
-	// order and its requests: QueueSort reads both; cleared with status.
+	// order and its requests: QueueSort reads both; cleared with stamp.
 	ranks atomic.Pointer[map[types.UID]rank]
 	// createdAt caches the gang's creation time (creationTime), which
-	// QueueSort reads for both pods of every comparison; cleared with status.
+	// QueueSort reads for both pods of every comparison; cleared with stamp.
 	createdAt atomic.Pointer[time.Time]
 	// stamp is handed out with positions read since the last change; it
 	// goes stale with the next.
 	stamp atomic.Pointer[Stamp]
-	// live counts the members neither failed nor being deleted.
-	live int32
 	// short is the minMember of a gang whose last computed status found
 	// it invalid for too few live members alone (0 otherwise): until it
 	// has that many, or its spec may have moved, it is invalid for that
@@ -104,10 +104,9 @@ type group struct {
 // isLive reports whether a member counts as live in its gang's status.
 func isLive(p *v1.Pod) bool { return p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil }
 
-// changed drops the cached status, ranks and creation time, and stales the
+// changed drops the cached ranks and creation time, and stales the
 // positions handed out. m.mu held for writing.
 func (g *group) changed() {
-	g.status.Store(nil)
 	g.ranks.Store(nil)
 	g.createdAt.Store(nil)
 	if s := g.stamp.Swap(nil); s != nil {

@@ -103,7 +103,7 @@ func TestPlanLivesWhileItProgresses(t *testing.T) {
 
 // newTestManager is a Manager over an empty cluster; pods come in through
 // Observe.
-func newTestManager(t *testing.T) *Manager {
+func newTestManager(t testing.TB) *Manager {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	kube := kubefake.NewClientset()

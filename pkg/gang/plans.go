@@ -15,7 +15,7 @@ func (m *Manager) Reserve(key Key, uid types.UID, node string, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	g.changed()
-	g.reserved[uid] = node
+	g.retally(uid, func() { g.reserved[uid] = node })
 	if g.plan != nil {
 		if _, planned := g.plan.Nodes[uid]; planned {
 			g.plan.Progress = now
@@ -53,7 +53,7 @@ func (m *Manager) Unreserve(key Key, uid types.UID) {
 	m.mu.Lock()
 	if g := m.groups[key]; g != nil {
 		g.changed()
-		delete(g.reserved, uid)
+		g.retally(uid, func() { delete(g.reserved, uid) })
 		g.plan = nil
 	}
 	m.mu.Unlock()

@@ -133,16 +133,13 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 		return key, true, unchanged
 	}
 	g.changed()
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	if old == nil || shapeMoved(old, pod, g.requests[pod.UID], requests) {
+		g.shape.Store(nil)
+	}
 	if old != nil && !maps.Equal(old.Labels, pod.Labels) {
 		g.short.Store(0) // the labels may say another spec
 	}
-	if old != nil && isLive(old) {
-		g.live--
-	}
-	if isLive(pod) {
-		g.live++
-	}
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	c = statusChange
 	switch {
 	case old != nil && counts(old) && !counts(pod):
@@ -150,11 +147,13 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 	case old == nil || usageMoved(old, pod, g.requests[pod.UID], requests):
 		c = usageChange
 	}
-	g.members[pod.UID] = pod
-	g.requests[pod.UID] = requests
-	if pod.Spec.NodeName != "" {
-		delete(g.reserved, pod.UID)
-	}
+	g.retally(pod.UID, func() {
+		g.members[pod.UID] = pod
+		g.requests[pod.UID] = requests
+		if pod.Spec.NodeName != "" {
+			delete(g.reserved, pod.UID)
+		}
+	})
 	if c := pod.CreationTimestamp.Time; g.created.IsZero() || c.Before(g.created) {
 		g.created = c
 	}
@@ -247,13 +246,13 @@ func (m *Manager) removeLocked(key Key, uid types.UID) {
 		return
 	}
 	g.changed()
+	g.shape.Store(nil)
 	g.short.Store(0) // the member may have been the one that disagreed
-	if p := g.members[uid]; p != nil && isLive(p) {
-		g.live--
-	}
-	delete(g.members, uid)
-	delete(g.reserved, uid)
-	delete(g.requests, uid)
+	g.retally(uid, func() {
+		delete(g.members, uid)
+		delete(g.reserved, uid)
+		delete(g.requests, uid)
+	})
 	if g.plan != nil {
 		if _, planned := g.plan.Nodes[uid]; planned {
 			g.plan = nil

@@ -67,7 +67,8 @@ func (m *Manager) Position(key Key, uid types.UID, withStatus bool) Position {
 	if !withStatus {
 		return pos
 	}
-	pos.Status = m.statusRefLocked(key, g)
+	s := m.statusLocked(key, g)
+	pos.Status = &s
 	pos.Need = max(0, pos.Status.Spec.MinMember-pos.Status.Placed)
 	if g == nil {
 		return pos

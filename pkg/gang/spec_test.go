@@ -173,7 +173,7 @@ func TestResolveSpec(t *testing.T) {
 	}
 }
 
-func TestComputeStatus(t *testing.T) {
+func TestStatus(t *testing.T) {
 	role := func(p *v1.Pod, r string) *v1.Pod { p.Labels[v1alpha1.LabelRole] = r; return p }
 	bound := func(p *v1.Pod, phase v1.PodPhase) *v1.Pod { p.Spec.NodeName, p.Status.Phase = "n", phase; return p }
 	labels := func() map[string]string { return map[string]string{v1alpha1.LabelPodGroup: "g"} }
@@ -206,15 +206,15 @@ func TestComputeStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			members := map[types.UID]*v1.Pod{}
-			for _, p := range tt.members {
-				members[p.UID] = p
-			}
-			reserved := map[types.UID]string{}
+			g := &group{members: map[types.UID]*v1.Pod{}, reserved: map[types.UID]string{}}
 			for _, r := range tt.reserved {
-				reserved[types.UID(r)] = "n"
+				g.reserved[types.UID(r)] = "n"
 			}
-			s := computeStatus(Key{FamilyMuster, "ns", "g"}, tt.spec, nil, members, reserved, nil)
+			for _, p := range tt.members {
+				g.retally(p.UID, func() { g.members[p.UID] = p })
+			}
+			g.shape.Store(&shape{spec: tt.spec})
+			s := (&Manager{}).statusLocked(Key{FamilyMuster, "ns", "g"}, g)
 			if s.Invalid != tt.wantInvalid || s.Placed != tt.wantPlaced || s.Ready() != tt.wantReady {
 				t.Errorf("got invalid %q, placed %d, ready %v; want %q, %d, %v", s.Invalid, s.Placed, s.Ready(), tt.wantInvalid, tt.wantPlaced, tt.wantReady)
 			}

@@ -10,8 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
+	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/client-go/tools/cache"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -20,7 +20,7 @@ import (
 // Status is a consistent view of one gang: its spec and where its members
 // are. Counting members: placed = bound, or reserved by this scheduler and
 // not yet seen bound; scheduled = bound (running and finished included).
-// The Manager caches it: its maps and resource lists are shared, read only.
+// Its resource lists are shared with the gang state: read only.
 type Status struct {
 	Key  Key
 	Spec Spec
@@ -85,92 +85,56 @@ func sortedRoles(m map[string]int32) []string {
 	return roles
 }
 
-// computeStatus counts the members of a gang whose spec resolved (or failed
-// to, with specErr); requests holds each member's resource requests.
-func computeStatus(key Key, spec Spec, specErr error, members map[types.UID]*v1.Pod, reserved map[types.UID]string, requests map[types.UID]v1.ResourceList) Status {
-	s := Status{Key: key, Spec: spec}
-	byRole := len(spec.MinTaskMember) > 0
-	if byRole {
-		s.LiveByRole, s.PlacedByRole = map[string]int32{}, map[string]int32{}
+// shape is what a gang's members' labels and its PodGroup say: its spec,
+// or why it has none, and what it needs to start. It moves only when
+// members come or go, turn live or not, or change labels or requests, or
+// the PodGroup changes; not when members are reserved, bound or run.
+type shape struct {
+	spec         Spec
+	err          error
+	minResources v1.ResourceList
+}
+
+// shapeOf resolves the shape of the gang key whose live members are live.
+func shapeOf(key Key, live []*v1.Pod, src sources, requests map[types.UID]v1.ResourceList) *shape {
+	spec, err := resolveSpec(key, live, src)
+	sh := &shape{spec: spec, err: err, minResources: spec.MinResources}
+	if len(sh.minResources) == 0 && err == nil {
+		sh.minResources = deriveMinResources(live, spec, requests)
 	}
-	var allocated, bound, pending resourceSum
-	for uid, p := range members {
-		finished := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
-		_, isReserved := reserved[uid]
-		switch {
-		case finished || p.DeletionTimestamp != nil:
-		case p.Spec.NodeName != "":
-			bound.add(requests[uid])
-			allocated.add(requests[uid])
-		case isReserved:
-			allocated.add(requests[uid])
-		default:
-			pending.add(requests[uid])
-		}
-		s.Members++
-		role := ""
-		if byRole {
-			role = RoleOf(p)
-		}
-		switch p.Status.Phase {
-		case v1.PodFailed:
-			s.Failed++
-		case v1.PodSucceeded:
-			s.Succeeded++
-		case v1.PodRunning:
-			s.Running++
-		}
-		live := p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil
-		if live {
-			if prio := corev1helpers.PodPriority(p); s.Live == 0 || prio > s.Priority {
-				s.Priority = prio
-			}
-			s.Live++
-			if byRole {
-				s.LiveByRole[role]++
-			}
-		}
-		bound := p.Spec.NodeName != ""
-		if bound {
-			s.Scheduled++
-		}
-		if _, ok := reserved[uid]; (bound || ok) && live {
-			s.Placed++
-			if byRole {
-				s.PlacedByRole[role]++
-			}
-		}
-	}
-	s.Allocated, s.Bound, s.Pending = allocated.list, bound.list, pending.list
-	s.MinResources = spec.MinResources
-	if len(s.MinResources) == 0 && specErr == nil {
-		s.MinResources = deriveMinResources(members, spec, requests)
-	}
+	return sh
+}
+
+// shapeMoved reports whether a member's update from old to pod (requests
+// oldReq to req) can move its gang's shape.
+func shapeMoved(old, pod *v1.Pod, oldReq, req v1.ResourceList) bool {
+	return isLive(old) != isLive(pod) ||
+		!maps.Equal(old.Labels, pod.Labels) ||
+		RoleOf(old) != RoleOf(pod) ||
+		!quotav1.Equals(oldReq, req)
+}
+
+// invalid says why a gang of that shape and tally cannot be scheduled as
+// specified; "" when it can.
+func invalid(sh *shape, t *tally) string {
 	switch {
-	case specErr != nil:
-		s.Invalid = specErr.Error()
-	case s.Live < s.Spec.MinMember:
-		s.Invalid = fmt.Sprintf("%d members exist, minMember %d", s.Live, s.Spec.MinMember)
-	default:
-		for _, role := range sortedRoles(s.Spec.MinTaskMember) {
-			if min := s.Spec.MinTaskMember[role]; s.LiveByRole[role] < min {
-				s.Invalid = fmt.Sprintf("role %s: %d members exist, minTaskMember %d", role, s.LiveByRole[role], min)
-				break
-			}
+	case sh.err != nil:
+		return sh.err.Error()
+	case t.live < sh.spec.MinMember:
+		return fmt.Sprintf("%d members exist, minMember %d", t.live, sh.spec.MinMember)
+	}
+	for _, role := range sortedRoles(sh.spec.MinTaskMember) {
+		if min, n := sh.spec.MinTaskMember[role], t.liveByRole[role]; n < min {
+			return fmt.Sprintf("role %s: %d members exist, minTaskMember %d", role, n, min)
 		}
 	}
-	return s
+	return ""
 }
 
 // deriveMinResources sums the requests of the members a gang needs to
 // start: each role's minimum, then the oldest others up to minMember.
-func deriveMinResources(members map[types.UID]*v1.Pod, spec Spec, requests map[types.UID]v1.ResourceList) v1.ResourceList {
-	live := make([]*v1.Pod, 0, len(members))
-	for _, p := range members {
-		if p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil {
-			live = append(live, p)
-		}
-	}
+func deriveMinResources(live []*v1.Pod, spec Spec, requests map[types.UID]v1.ResourceList) v1.ResourceList {
+	live = slices.Clone(live)
 	slices.SortFunc(live, compareMembers)
 	var out resourceSum
 	need := spec.MinMember
@@ -228,63 +192,77 @@ func (s *resourceSum) add(add v1.ResourceList) {
 func (m *Manager) Status(key Key) Status {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.statusLocked(key)
+	return m.statusLocked(key, m.groups[key])
 }
 
-// statusLocked returns the gang's status, from the cache when it is fresh.
-// Its maps and lists are shared by every caller: read only. m.mu held, for
-// reading at least.
-func (m *Manager) statusLocked(key Key) Status { return *m.statusRefLocked(key, m.groups[key]) }
-
-// statusRefLocked is statusLocked of the gang key, whose group is g (nil:
-// not known), without the copy: the cached status itself, read only. m.mu
-// held, for reading at least.
-func (m *Manager) statusRefLocked(key Key, g *group) *Status {
+// statusLocked is the status of the gang key, whose group is g (nil: not
+// known). m.mu held, for reading at least.
+func (m *Manager) statusLocked(key Key, g *group) Status {
 	if g == nil {
-		s := m.computeStatusLocked(key, &group{})
-		return &s
+		g = &group{}
 	}
-	if s := g.status.Load(); s != nil {
-		return s
+	sh, t := m.shapeLocked(key, g), &g.tally
+	s := Status{
+		Key: key, Spec: sh.spec, Invalid: invalid(sh, t),
+		Members: t.members, Live: t.live, Scheduled: t.scheduled, Running: t.running,
+		Succeeded: t.succeeded, Failed: t.failed, Placed: t.placed,
+		MinResources: sh.minResources, Allocated: t.allocated, Bound: t.bound, Pending: t.pending,
+		Priority: t.priority(),
+		Waiting:  g.failure.message, Tried: g.failure.message != "" || g.plan != nil,
 	}
-	s := m.computeStatusLocked(key, g)
-	g.status.Store(&s)
-	return &s
-}
-
-func (m *Manager) computeStatusLocked(key Key, g *group) Status {
-	var live []*v1.Pod
-	for _, p := range g.members {
-		if p.Status.Phase != v1.PodFailed && p.DeletionTimestamp == nil {
-			live = append(live, p)
-		}
+	if len(sh.spec.MinTaskMember) > 0 {
+		s.LiveByRole, s.PlacedByRole = cloneCounts(t.liveByRole), cloneCounts(t.placedByRole)
 	}
-	src := m.sourceObjects(key)
-	spec, err := resolveSpec(key, live, src)
-	s := computeStatus(key, spec, err, g.members, g.reserved, g.requests)
-	if err == nil && s.Live < s.Spec.MinMember {
-		g.short.Store(s.Spec.MinMember)
-	} else {
-		g.short.Store(0)
-	}
-	s.Waiting = g.failure.message
-	s.Tried = g.failure.message != "" || g.plan != nil
 	if s.Waiting == "" {
 		s.Waiting = g.note
 	}
 	return s
 }
 
-// invalidLocked is the gang's status's Invalid, without computing the
-// whole status while the gang is short of members (see group.short). m.mu
-// held, for reading at least.
-func (m *Manager) invalidLocked(key Key) string {
-	if g := m.groups[key]; g != nil && g.status.Load() == nil {
-		if need := g.short.Load(); need > 0 && g.live < need {
-			return fmt.Sprintf("%d members exist, minMember %d", g.live, need)
+func cloneCounts(m map[string]int32) map[string]int32 {
+	out := make(map[string]int32, len(m))
+	maps.Copy(out, m)
+	return out
+}
+
+// shapeLocked is the gang's shape, resolved again only after it may have
+// moved (see shape). m.mu held, for reading at least: readers may race to
+// resolve it, and any of their results will do.
+func (m *Manager) shapeLocked(key Key, g *group) *shape {
+	if sh := g.shape.Load(); sh != nil {
+		return sh
+	}
+	live := make([]*v1.Pod, 0, len(g.members))
+	for _, p := range g.members {
+		if isLive(p) {
+			live = append(live, p)
 		}
 	}
-	return m.statusRefLocked(key, m.groups[key]).Invalid
+	sh := shapeOf(key, live, m.sourceObjects(key), g.requests)
+	if sh.err == nil && g.tally.live < sh.spec.MinMember {
+		g.short.Store(sh.spec.MinMember)
+	} else {
+		g.short.Store(0)
+	}
+	if g.members != nil {
+		g.shape.Store(sh)
+	}
+	return sh
+}
+
+// invalidLocked is the gang's status's Invalid, without resolving its
+// shape while the gang is short of members (see group.short). m.mu held,
+// for reading at least.
+func (m *Manager) invalidLocked(key Key) string {
+	g := m.groups[key]
+	if g == nil {
+		g = &group{}
+	} else if g.shape.Load() == nil {
+		if need := g.short.Load(); need > 0 && g.tally.live < need {
+			return fmt.Sprintf("%d members exist, minMember %d", g.tally.live, need)
+		}
+	}
+	return invalid(m.shapeLocked(key, g), &g.tally)
 }
 
 // sourceObjects returns the PodGroup object that may define the gang.

@@ -57,6 +57,7 @@ func (m *Manager) upstreamHandler() cache.ResourceEventHandler {
 		var members []*v1.Pod
 		if g := m.groups[key]; g != nil {
 			g.changed()
+			g.shape.Store(nil)
 			g.short.Store(0)
 			for _, p := range g.members {
 				members = append(members, p)
