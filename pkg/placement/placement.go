@@ -7,12 +7,14 @@ package placement
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -97,32 +99,45 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 	var plannedPods []plannedPod
 	plan := make(map[types.UID]string, len(members))
 
+	// A member identical to the one before it (a gang's members mostly are)
+	// shares its cycle state: the planned members are added to it once
+	// each, not once per member that follows them.
+	var (
+		state  fwk.CycleState
+		result *fwk.PreFilterResult
+		added  int // how many of plannedPods state holds
+	)
 	for i, member := range members {
-		state := framework.NewCycleState()
-		gang.MarkTrial(state)
-		result, status, _ := pl.Framework.RunPreFilterPlugins(ctx, state, member)
-		if !status.IsSuccess() && !status.IsSkip() {
-			if status.IsRejected() {
-				return nil, placeable(placed+int32(i), minMember, member, status.Message()), nil
-			}
-			return nil, "", status.AsError()
-		}
-		for _, r := range removed {
-			if n, ok := overlay[r.Node]; ok {
-				info, err := framework.NewPodInfo(r.Pod)
-				if err != nil {
-					return nil, "", err
+		if state == nil || !samePreFilter(members[i-1], member) {
+			state = framework.NewCycleState()
+			gang.MarkTrial(state)
+			var status *fwk.Status
+			result, status, _ = pl.Framework.RunPreFilterPlugins(ctx, state, member)
+			if !status.IsSuccess() && !status.IsSkip() {
+				if status.IsRejected() {
+					return nil, placeable(placed+int32(i), minMember, member, status.Message()), nil
 				}
-				if s := pl.Framework.RunPreFilterExtensionRemovePod(ctx, state, member, info, n); !s.IsSuccess() {
-					return nil, "", s.AsError()
+				return nil, "", status.AsError()
+			}
+			for _, r := range removed {
+				if n, ok := overlay[r.Node]; ok {
+					info, err := framework.NewPodInfo(r.Pod)
+					if err != nil {
+						return nil, "", err
+					}
+					if s := pl.Framework.RunPreFilterExtensionRemovePod(ctx, state, member, info, n); !s.IsSuccess() {
+						return nil, "", s.AsError()
+					}
 				}
 			}
+			added = 0
 		}
-		for _, p := range plannedPods {
+		for _, p := range plannedPods[added:] {
 			if s := pl.Framework.RunPreFilterExtensionAddPod(ctx, state, member, p.info, overlay[p.node]); !s.IsSuccess() {
 				return nil, "", s.AsError()
 			}
 		}
+		added = len(plannedPods)
 		nodes := nodeInfos
 		if result != nil && result.NodeNames != nil {
 			nodes = nil
@@ -152,6 +167,14 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 		plan[member.UID] = node.Node().Name
 	}
 	return plan, "", nil
+}
+
+// samePreFilter reports whether b's PreFilter state equals a's: the same
+// namespace, labels and spec, and no resource claims (their names are in
+// each pod's status).
+func samePreFilter(a, b *v1.Pod) bool {
+	return a.Namespace == b.Namespace && len(a.Spec.ResourceClaims) == 0 &&
+		maps.Equal(a.Labels, b.Labels) && apiequality.Semantic.DeepEqual(a.Spec, b.Spec)
 }
 
 // feasibleNodes runs the filters for member (with the planned members

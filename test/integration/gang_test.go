@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,49 @@ func TestGangAllOrNothing(t *testing.T) {
 		// is scheduled at once.
 		e.create(e.pod("plain", map[v1.ResourceName]string{v1.ResourceCPU: "4"}))
 		e.waitBoundWithin(2*time.Second, "plain")
+		e.staysUnbound(time.Second, members...)
+	})
+}
+
+// TestGangMembersSeeEachOther: the whole-gang plan places each member
+// seeing the members planned before it, so identical members that repel
+// each other (required pod anti-affinity per node) are planned one per
+// node, and a gang with more members than nodes is refused by its plan,
+// saying how many members fit, before any member is reserved.
+func TestGangMembersSeeEachOther(t *testing.T) {
+	spread := func(e *env, group string, n int) []string {
+		e.podGroup(group, v1alpha1.PodGroupSpec{MinMember: int32(n)})
+		names := names(group, n)
+		for _, name := range names {
+			p := e.member(name, "1", map[string]string{v1alpha1.LabelPodGroup: group})
+			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelPodGroup: group}},
+					TopologyKey:   v1.LabelHostname,
+				}},
+			}}
+			e.create(p)
+		}
+		return names
+	}
+	t.Run("one member per node", func(t *testing.T) {
+		e := newEnv(t)
+		e.nodes("n", 4, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+		e.startScheduler(gangConfig(t))
+		placed := e.waitBound(spread(e, "apart", 4)...)
+		if nodes := distinctNodes(placed); len(nodes) != 4 {
+			t.Errorf("members share nodes: %v", placed)
+		}
+	})
+	t.Run("more members than nodes binds none", func(t *testing.T) {
+		e := newEnv(t)
+		e.nodes("n", 3, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+		e.startScheduler(gangConfig(t))
+		members := spread(e, "crowd", 4)
+		e.waitPodGroup("crowd", "refused by its plan", func(s *v1alpha1.PodGroupStatus) bool {
+			c := scheduledCondition(s)
+			return c != nil && c.Reason == "Unschedulable" && strings.HasPrefix(c.Message, "placeable 3/4: member ")
+		})
 		e.staysUnbound(time.Second, members...)
 	})
 }

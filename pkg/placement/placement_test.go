@@ -1,0 +1,103 @@
+package placement
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	clientsetfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2/ktesting"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+)
+
+// TestPlaceSeesPlannedMembers: each member is placed seeing the members
+// planned before it, whether it shares the cycle state of the member
+// before it (identical members) or starts its own (members that differ).
+// With no score plugin, ties go to the first node by name: a member that
+// did not see the others would be planned onto n-0 with them.
+func TestPlaceSeesPlannedMembers(t *testing.T) {
+	metrics.Register() // the framework counts its plugins' calls
+	// member repels the pods that carry its kind label, per node.
+	member := func(kind string, i int) *v1.Pod {
+		name := fmt.Sprintf("%s-%d", kind, i)
+		return st.MakePod().Namespace("ns").Name(name).UID(name).Label(kind, "").
+			PodAntiAffinityExists(kind, v1.LabelHostname, st.PodAntiAffinityWithRequiredReq).Obj()
+	}
+	tests := []struct {
+		name     string
+		nodes    int
+		members  []*v1.Pod
+		wantPlan map[types.UID]string
+		wantMsg  string
+	}{
+		{
+			name:     "identical members, one per node",
+			nodes:    3,
+			members:  []*v1.Pod{member("a", 0), member("a", 1), member("a", 2)},
+			wantPlan: map[types.UID]string{"a-0": "n-0", "a-1": "n-1", "a-2": "n-2"},
+		},
+		{
+			name:    "identical members, more than nodes",
+			nodes:   2,
+			members: []*v1.Pod{member("a", 0), member("a", 1), member("a", 2)},
+			wantMsg: "placeable 2/3: member a-2 fits no node: 2 node(s) didn't match pod anti-affinity rules",
+		},
+		{
+			name:     "two kinds in turn, each repelling its own",
+			nodes:    2,
+			members:  []*v1.Pod{member("a", 0), member("b", 0), member("a", 1), member("b", 1)},
+			wantPlan: map[types.UID]string{"a-0": "n-0", "b-0": "n-0", "a-1": "n-1", "b-1": "n-1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			var nodes []*v1.Node
+			for i := range tt.nodes {
+				name := fmt.Sprintf("n-%d", i)
+				nodes = append(nodes, st.MakeNode().Name(name).Label(v1.LabelHostname, name).
+					Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "4", v1.ResourcePods: "10"}).Obj())
+			}
+			informerFactory := informers.NewSharedInformerFactory(clientsetfake.NewClientset(), 0)
+			fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+				tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+				tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+				tf.RegisterPluginAsExtensions(interpodaffinity.Name, frameworkruntime.FactoryAdapter(feature.Features{}, interpodaffinity.New), "PreFilter", "Filter"),
+			}, "",
+				frameworkruntime.WithSnapshotSharedLister(internalcache.NewSnapshot(nil, nodes)),
+				frameworkruntime.WithInformerFactory(informerFactory),
+				frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, informerFactory)),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			informerFactory.Start(ctx.Done())
+			informerFactory.WaitForCacheSync(ctx.Done())
+
+			pl := &Placer{Handle: fw, Framework: fw}
+			plan, msg, err := pl.Place(ctx, tt.members, nil, 0, int32(len(tt.members)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(msg, tt.wantMsg) || (msg == "") != (tt.wantMsg == "") {
+				t.Errorf("message %q, want %q", msg, tt.wantMsg)
+			}
+			if diff := cmp.Diff(tt.wantPlan, plan); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
