@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 
-	"github.com/muster-sched/muster/manifests/scheduler-plugins"
+	schedulerplugins "github.com/muster-sched/muster/manifests/scheduler-plugins"
 	"github.com/muster-sched/muster/manifests/scheduler-plugins/elasticquota"
 	"github.com/muster-sched/muster/pkg/controlplane"
 	"github.com/muster-sched/muster/pkg/simulator"
@@ -344,9 +346,12 @@ func newCreator(s *Scenario, profile string, cp *controlplane.ControlPlane) (*cr
 	return &creator{s: s, profile: profile, cp: cp, dyn: dyn}, nil
 }
 
-// timeline creates each batch of arrivals at its time after start.
+// timeline creates each batch of arrivals at its time after start, each
+// batch on its own: one that takes long to create (a gang of thousands of
+// pods) does not hold back the batches due after it.
 func (c *creator) timeline(ctx context.Context, arrivals []arrival, start time.Time) error {
 	logger := klog.FromContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	for len(arrivals) > 0 {
 		n := 1
 		for n < len(arrivals) && arrivals[n].at == arrivals[0].at {
@@ -354,19 +359,29 @@ func (c *creator) timeline(ctx context.Context, arrivals []arrival, start time.T
 		}
 		if wait := time.Until(start.Add(arrivals[0].at)); wait > 0 {
 			select {
-			case <-ctx.Done():
-				return nil
+			case <-gctx.Done():
+				return awaitCreated(ctx, g)
 			case <-time.After(wait):
 			}
 		}
-		if err := c.create(ctx, arrivals[:n]); err != nil {
-			if ctx.Err() != nil {
-				return nil
+		batch := arrivals[:n]
+		g.Go(func() error {
+			if err := c.create(gctx, batch); err != nil {
+				return err
 			}
-			return err
-		}
-		logger.V(4).Info("Workloads arrived", "at", arrivals[0].at, "copies", n)
+			logger.V(4).Info("Workloads arrived", "at", batch[0].at, "copies", len(batch))
+			return nil
+		})
 		arrivals = arrivals[n:]
+	}
+	return awaitCreated(ctx, g)
+}
+
+// awaitCreated waits for the batches being created; an error after ctx
+// ended is the run's end, not a failure.
+func awaitCreated(ctx context.Context, g *errgroup.Group) error {
+	if err := g.Wait(); err != nil && ctx.Err() == nil {
+		return err
 	}
 	return nil
 }
