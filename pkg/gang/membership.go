@@ -7,8 +7,9 @@
 // One Manager holds it all under one lock, Manager.mu. By concern:
 // membership.go says which gang a pod is in and answers member queries;
 // pods.go takes pods in from the scheduler's informer, the Manager's watch
-// of terminated pods and PreEnqueue; status.go computes a gang's Status;
-// plans.go keeps what scheduling cycles record (reservations, plans,
+// of terminated pods and PreEnqueue; tally.go keeps each gang's running
+// sums as its members change, and status.go reads a gang's Status from
+// them and from its shape (spec and minimum); plans.go keeps what scheduling cycles record (reservations, plans,
 // failures, queue notes); position.go is what QueueSort reads; events.go
 // tells listeners what changed.
 package gang
