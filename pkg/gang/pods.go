@@ -163,7 +163,7 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 
 // usageMoved reports whether a member's update from old to pod (requests
 // oldReq to req) can change its gang's usage (see usageChange): anything
-// computeStatus reads but the Running phase.
+// its part of the tally or the gang's shape reads but the Running phase.
 func usageMoved(old, pod *v1.Pod, oldReq, req v1.ResourceList) bool {
 	return old.Spec.NodeName != pod.Spec.NodeName ||
 		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||

@@ -97,6 +97,7 @@ func TestStatusAgreesWithRecount(t *testing.T) {
 			}
 		}
 		pick := func(values ...string) string { return values[rng.IntN(len(values))] }
+		var prev, prevCopy Status // the status read at the step before
 		for step := range 200 {
 			name := pick("a", "b", "c", "d", "e", "f")
 			uid := types.UID(name)
@@ -106,7 +107,7 @@ func TestStatusAgreesWithRecount(t *testing.T) {
 				p := st.MakePod().Namespace("ns").Name(name).UID(name).
 					Label(v1alpha1.LabelMinAvailable, pick("2", "3")).
 					Priority(int32(rng.IntN(2) * 5)).
-					Req(map[v1.ResourceName]string{v1.ResourceCPU: pick("0", "500m", "1")}).Obj()
+					Req(map[v1.ResourceName]string{v1.ResourceCPU: pick("0", "500m", "1", "1.0000000001")}).Obj()
 				if pick("in", "in", "in", "in", "out") == "in" {
 					p.Labels[v1alpha1.LabelPodGroup] = "g"
 				}
@@ -130,14 +131,25 @@ func TestStatusAgreesWithRecount(t *testing.T) {
 				m.Unreserve(key, uid)
 				what = "unreserve " + name
 			}
+			if diff := cmp.Diff(prevCopy, prev, statusCompare...); diff != "" {
+				t.Fatalf("seed %d step %d, after %s: the status handed out before changed (-then +now):\n%s", seed, step, what, diff)
+			}
 			m.mu.RLock()
 			got, want := m.statusLocked(key, m.groups[key]), recount(m, key)
 			m.mu.RUnlock()
 			if diff := cmp.Diff(want, got, statusCompare...); diff != "" {
 				t.Fatalf("seed %d step %d, after %s: status (-recount +kept):\n%s", seed, step, what, diff)
 			}
+			prev, prevCopy = got, deepCopyStatus(got)
 		}
 	}
+}
+
+// deepCopyStatus copies the resource lists a Status shares with the gang
+// state.
+func deepCopyStatus(s Status) Status {
+	s.Allocated, s.Bound, s.Pending, s.MinResources = s.Allocated.DeepCopy(), s.Bound.DeepCopy(), s.Pending.DeepCopy(), s.MinResources.DeepCopy()
+	return s
 }
 
 // statusCompare compares quantities by value and takes a resource of

@@ -95,7 +95,9 @@ func addList(sum, add v1.ResourceList, n int32) v1.ResourceList {
 	out := make(v1.ResourceList, len(sum)+len(add))
 	maps.Copy(out, sum)
 	for name, q := range add {
-		cur := out[name]
+		// A copy: a Quantity in decimal form shares its value, and sum
+		// may be in a Status handed out.
+		cur := out[name].DeepCopy()
 		if n > 0 {
 			cur.Add(q)
 		} else {

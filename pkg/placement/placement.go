@@ -170,11 +170,22 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 }
 
 // samePreFilter reports whether b's PreFilter state equals a's: the same
-// namespace, labels and spec, and no resource claims (their names are in
-// each pod's status).
+// namespace, labels and spec, and no claim named after the pod (resource
+// claims, whose names are in each pod's status; generic ephemeral
+// volumes, whose claims take the pod's name). Members that differ in a
+// label or their hostname (an indexed Job's) do not share.
 func samePreFilter(a, b *v1.Pod) bool {
-	return a.Namespace == b.Namespace && len(a.Spec.ResourceClaims) == 0 &&
+	return a.Namespace == b.Namespace && len(a.Spec.ResourceClaims) == 0 && !hasEphemeralVolume(a) &&
 		maps.Equal(a.Labels, b.Labels) && apiequality.Semantic.DeepEqual(a.Spec, b.Spec)
+}
+
+func hasEphemeralVolume(p *v1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // feasibleNodes runs the filters for member (with the planned members

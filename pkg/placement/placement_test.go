@@ -101,3 +101,37 @@ func TestPlaceSeesPlannedMembers(t *testing.T) {
 		})
 	}
 }
+
+func TestSamePreFilter(t *testing.T) {
+	base := func() *v1.Pod {
+		return st.MakePod().Namespace("ns").Name("a").UID("a").Label("app", "x").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()
+	}
+	other := func(change func(*v1.Pod)) *v1.Pod {
+		p := base()
+		p.Name, p.UID = "b", "b"
+		change(p)
+		return p
+	}
+	ephemeral := func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		a, b *v1.Pod
+		want bool
+	}{
+		{name: "same but for name and UID", a: base(), b: other(func(*v1.Pod) {}), want: true},
+		{name: "another label", a: base(), b: other(func(p *v1.Pod) { p.Labels["index"] = "1" })},
+		{name: "another namespace", a: base(), b: other(func(p *v1.Pod) { p.Namespace = "other" })},
+		{name: "another hostname", a: base(), b: other(func(p *v1.Pod) { p.Spec.Hostname = "b" })},
+		{name: "resource claims", a: other(func(p *v1.Pod) { p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu"}} }),
+			b: other(func(p *v1.Pod) { p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu"}} })},
+		{name: "generic ephemeral volumes", a: other(ephemeral), b: other(ephemeral)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := samePreFilter(tc.a, tc.b); got != tc.want {
+				t.Errorf("samePreFilter = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
