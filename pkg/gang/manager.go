@@ -93,11 +93,11 @@ type group struct {
 	// stamp is handed out with positions read since the last change; it
 	// goes stale with the next.
 	stamp atomic.Pointer[Stamp]
-	// short is the minMember of a gang whose last computed status found
-	// it invalid for too few live members alone (0 otherwise): until it
-	// has that many, or its spec may have moved, it is invalid for that
-	// reason still, and saying so need not compute its whole status (a
-	// gang of thousands of members is refused once per member arriving).
+	// short is the minMember of a gang whose last resolved shape left it
+	// invalid for too few live members alone (0 otherwise): until it has
+	// that many, or its spec may have moved, it is invalid for that reason
+	// still, and saying so need not resolve its shape again (a gang of
+	// thousands of members is refused once per member arriving).
 	short atomic.Int32
 }
 
