@@ -99,8 +99,8 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 	var plannedPods []plannedPod
 	plan := make(map[types.UID]string, len(members))
 
-	// A member identical to the one before it (a gang's members mostly are)
-	// shares its cycle state: the planned members are added to it once
+	// A member identical to the one before it (members made from one
+	// template, without an index) shares its cycle state: the planned members are added to it once
 	// each, not once per member that follows them.
 	var (
 		state  fwk.CycleState
