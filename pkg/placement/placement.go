@@ -248,6 +248,9 @@ func (pl *Placer) bestNode(ctx context.Context, state fwk.CycleState, member *v1
 	if !s.IsSuccess() {
 		return nil, s.AsError()
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // scoring stopped part-way: the scores name no node
+	}
 	best := 0
 	for i := range scores {
 		if scores[i].TotalScore > scores[best].TotalScore ||
