@@ -27,16 +27,22 @@ kind: KubeSchedulerConfiguration
 // env is one test case's slice of the shared cluster: a namespace, and the
 // cluster's nodes, which the case owns while it runs.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	ns  string
 }
 
 // newEnv gives the case a fresh namespace and a cluster with no nodes; at the
 // end its pods are removed.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
+	return newEnvContext(t, ctx)
+}
+
+// newEnvContext is newEnv logging to ctx's logger rather than the test's.
+func newEnvContext(t testing.TB, ctx context.Context) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	if err := simulator.DeleteNodes(ctx, cluster.Client); err != nil {
@@ -75,7 +81,7 @@ func (e *env) startScheduler(config string) {
 	e.t.Cleanup(s.Stop)
 }
 
-func readConfig(t *testing.T, name string) string {
+func readConfig(t testing.TB, name string) string {
 	t.Helper()
 	data, err := os.ReadFile("../../config/" + name)
 	if err != nil {
