@@ -19,11 +19,12 @@ func (m *Manager) Reserve(key Key, uid types.UID, node string, now time.Time) {
 	if g.plan != nil {
 		if _, planned := g.plan.Nodes[uid]; planned {
 			g.plan.Progress = now
+			m.keepLocked(key, g.plan, uid)
 		}
 	}
 	ready := g.plan != nil && planUsedUp(g)
 	if ready {
-		g.plan = nil
+		m.replacePlanLocked(key, g, nil)
 	}
 	m.mu.Unlock()
 	m.notify(key, usageChange)
@@ -54,7 +55,7 @@ func (m *Manager) Unreserve(key Key, uid types.UID) {
 	if g := m.groups[key]; g != nil {
 		g.changed()
 		g.retally(uid, func() { delete(g.reserved, uid) })
-		g.plan = nil
+		m.replacePlanLocked(key, g, nil)
 	}
 	m.mu.Unlock()
 	m.notify(key, releaseChange)
@@ -87,24 +88,25 @@ func (g *group) placing(now time.Time) bool {
 	return g != nil && g.plan != nil && now.Sub(g.plan.Progress) <= PlanTTL
 }
 
-// SetPlan records where the gang's pending members go.
+// SetPlan records where the gang's pending members go, and promises them
+// their room there (see Promised).
 func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	g.changed()
-	g.plan = &Plan{Nodes: nodes, Progress: now}
+	m.replacePlanLocked(key, g, &Plan{Nodes: nodes, Progress: now})
 	g.failure = failure{}
 	g.note = ""
 	m.mu.Unlock()
 	m.notify(key, statusChange)
 }
 
-// DropPlan forgets the gang's plan.
+// DropPlan forgets the gang's plan and the room it promised.
 func (m *Manager) DropPlan(key Key) {
 	m.mu.Lock()
 	if g := m.groups[key]; g != nil && g.plan != nil {
 		g.changed()
-		g.plan = nil
+		m.replacePlanLocked(key, g, nil)
 	}
 	m.mu.Unlock()
 }
@@ -116,7 +118,7 @@ func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
 	changed := g.failure.message != message
 	g.changed()
 	g.failure = failure{message: message, at: now}
-	g.plan = nil
+	m.replacePlanLocked(key, g, nil)
 	m.mu.Unlock()
 	if changed {
 		m.notify(key, statusChange)
