@@ -21,11 +21,11 @@ import (
 	musterlisters "github.com/muster-sched/muster/pkg/generated/listers/scheduling/v1alpha1"
 )
 
-// PlanTTL bounds how long a placement plan is followed without progress:
-// one whose next member is not reserved for this long (a member stuck in
-// backoff, or the scheduler busy with other pods) promises nothing more
-// and is recomputed. A plan that keeps reserving members lives on, however
-// large its gang.
+// PlanTTL bounds how long a placement plan is followed without progress.
+// Members of a gang are adjacent in the scheduling queue, so a plan is
+// normally used up in milliseconds; one whose next member is not reserved
+// for this long (a member stuck in backoff) is recomputed. A plan that
+// keeps reserving members lives on, however large its gang.
 const PlanTTL = 10 * time.Second
 
 // Manager holds the state of every gang of the cluster. It is shared by all
@@ -36,11 +36,6 @@ type Manager struct {
 	// memberOf indexes every member by UID: a pod whose labels moved it
 	// to another gang, or out of all, leaves the gang it was in.
 	memberOf map[types.UID]Key
-	// promised sums, by node and gang, the room plans promise their
-	// members (see Promised); promising is how many nodes it holds, read
-	// without the lock.
-	promised  map[string]map[Key]Room
-	promising atomic.Int64
 
 	pgLister musterlisters.PodGroupLister
 	spLister splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
@@ -126,9 +121,6 @@ type Plan struct {
 	// Progress is when the plan was made, then when it last reserved a
 	// member: the plan is followed until PlanTTL after.
 	Progress time.Time
-	// promises are the planned members not reserved yet, and the room
-	// the plan keeps for each (see Promised).
-	promises map[types.UID]promise
 }
 
 type failure struct {

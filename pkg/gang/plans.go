@@ -19,12 +19,11 @@ func (m *Manager) Reserve(key Key, uid types.UID, node string, now time.Time) {
 	if g.plan != nil {
 		if _, planned := g.plan.Nodes[uid]; planned {
 			g.plan.Progress = now
-			m.keepLocked(key, g.plan, uid)
 		}
 	}
 	ready := g.plan != nil && planUsedUp(g)
 	if ready {
-		m.replacePlanLocked(key, g, nil)
+		g.plan = nil
 	}
 	m.mu.Unlock()
 	m.notify(key, usageChange)
@@ -55,7 +54,7 @@ func (m *Manager) Unreserve(key Key, uid types.UID) {
 	if g := m.groups[key]; g != nil {
 		g.changed()
 		g.retally(uid, func() { delete(g.reserved, uid) })
-		m.replacePlanLocked(key, g, nil)
+		g.plan = nil
 	}
 	m.mu.Unlock()
 	m.notify(key, releaseChange)
@@ -88,25 +87,24 @@ func (g *group) placing(now time.Time) bool {
 	return g != nil && g.plan != nil && now.Sub(g.plan.Progress) <= PlanTTL
 }
 
-// SetPlan records where the gang's pending members go, and promises them
-// their room there (see Promised).
+// SetPlan records where the gang's pending members go.
 func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	g.changed()
-	m.replacePlanLocked(key, g, &Plan{Nodes: nodes, Progress: now})
+	g.plan = &Plan{Nodes: nodes, Progress: now}
 	g.failure = failure{}
 	g.note = ""
 	m.mu.Unlock()
 	m.notify(key, statusChange)
 }
 
-// DropPlan forgets the gang's plan and the room it promised.
+// DropPlan forgets the gang's plan.
 func (m *Manager) DropPlan(key Key) {
 	m.mu.Lock()
 	if g := m.groups[key]; g != nil && g.plan != nil {
 		g.changed()
-		m.replacePlanLocked(key, g, nil)
+		g.plan = nil
 	}
 	m.mu.Unlock()
 }
@@ -118,7 +116,7 @@ func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
 	changed := g.failure.message != message
 	g.changed()
 	g.failure = failure{message: message, at: now}
-	m.replacePlanLocked(key, g, nil)
+	g.plan = nil
 	m.mu.Unlock()
 	if changed {
 		m.notify(key, statusChange)

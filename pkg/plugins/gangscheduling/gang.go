@@ -47,7 +47,6 @@ var (
 	_ fwk.PreEnqueuePlugin  = &Plugin{}
 	_ fwk.QueueSortPlugin   = &Plugin{}
 	_ fwk.PreFilterPlugin   = &Plugin{}
-	_ fwk.FilterPlugin      = &Plugin{}
 	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PermitPlugin      = &Plugin{}
@@ -95,15 +94,10 @@ func (pl *Plugin) keyOf(pod *v1.Pod) (gang.Key, bool) { return pl.manager.KeyOf(
 // SignPod lets kube-scheduler's opportunistic batching reuse a cycle's
 // results for a pod in no gang, which Gang's PreFilter skips; a profile
 // with a plugin that cannot sign batches nothing at all. A member is never
-// batched: it follows its gang's plan. Nor is any pod while a plan
-// promises room: a reused result would skip Filter, which keeps pods off
-// that room.
+// batched: it follows its gang's plan.
 func (pl *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	if _, ok := pl.keyOf(pod); ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member follows its gang's plan")
-	}
-	if pl.manager.Promising() {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang's plan promises room: every pod is filtered")
 	}
 	return nil, nil
 }

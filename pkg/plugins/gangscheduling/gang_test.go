@@ -9,9 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/klog/v2/ktesting"
 
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
@@ -99,31 +97,21 @@ func TestPreEnqueueUnmanagedIsNotHeld(t *testing.T) {
 	}
 }
 
-// TestSignPod: pods in no gang are signed (kube-scheduler may batch them)
-// unless a plan promises room, members never are.
+// TestSignPod: pods in no gang are signed (kube-scheduler may batch them),
+// members never are.
 func TestSignPod(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	_, manager, _, _ := orderFixture(ctx, t, nil, 0)
-	member := st.MakePod().Namespace("ns").Name("m").UID("m").Labels(map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "2"}).Obj()
 	tests := []struct {
 		name       string
 		pod        *v1.Pod
-		promise    bool
 		wantSigned bool
 	}{
 		{name: "in no gang", pod: st.MakePod().Name("web").Obj(), wantSigned: true},
-		{name: "a member", pod: member},
+		{name: "a member", pod: st.MakePod().Name("m").Labels(map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "2"}).Obj()},
 		{name: "a queue's", pod: st.MakePod().Name("q").Labels(map[string]string{v1alpha1.LabelQueue: "team"}).Obj()},
-		{name: "in no gang, while a plan promises room", pod: st.MakePod().Name("web").Obj(), promise: true},
 	}
-	pl := &Plugin{manager: manager}
+	pl := &Plugin{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.promise {
-				key, _, _ := manager.Observe(member)
-				manager.SetPlan(key, map[types.UID]string{member.UID: "n1"}, time.Now())
-				t.Cleanup(func() { manager.DropPlan(key) })
-			}
 			fragments, status := pl.SignPod(context.Background(), tt.pod)
 			if got := status.IsSuccess(); got != tt.wantSigned {
 				t.Fatalf("SignPod status %v, want signed %v", status, tt.wantSigned)

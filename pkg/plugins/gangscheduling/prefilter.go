@@ -19,13 +19,12 @@ import (
 // rejected and nothing is reserved. Members with a plan are filtered on
 // their planned node only.
 func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if gang.IsTrial(state) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	key, ok := pl.keyOf(pod)
-	now := pl.now()
-	// Every pod, and every trial placement of a member, is kept off the
-	// room other gangs' plans promise (see Filter).
-	rest := pl.readPromises(state, pod, key, now)
-	if !ok || gang.IsTrial(state) {
-		return nil, rest
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	logger := klog.FromContext(ctx)
 	s := pl.manager.Status(key)
@@ -34,8 +33,9 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	if s.Ready() || s.Spec.MinMember == 1 && len(s.Spec.MinTaskMember) == 0 {
 		// An elastic member, or a gang of one: placed like any pod.
-		return nil, rest
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	now := pl.now()
 	if node, planned, hasPlan := pl.manager.PlannedNode(key, pod.UID, now); planned {
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	} else if hasPlan {
@@ -46,9 +46,6 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	// trials, but left siblings that were waiting in the active queue when
 	// room was freed rejected on stale grounds, with no event left to
 	// retry them.)
-	// A plan that expired may still hold promises: drop it, or the trial
-	// would count its members twice.
-	pl.manager.DropPlan(key)
 	members := gang.PickMembers(pod, pl.manager.PendingMembers(key), &s)
 	plan, msg, err := pl.placer.Place(ctx, members, nil, s.Placed, s.Spec.MinMember)
 	if err != nil {
@@ -83,7 +80,7 @@ func waitForPlan(state fwk.CycleState, key gang.Key) *fwk.Status {
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, "waiting for the members planned before this one"))
 }
 
-// PreFilterExtensions is nil: what Filter reads is fixed for the cycle.
+// PreFilterExtensions is nil: Gang keeps no per-node state in the cycle.
 func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // PostFilter runs when a member could not be placed: its waiting siblings

@@ -17,12 +17,10 @@ import (
 // queue timestamp. A gang member stands in the order by its gang's creation
 // time and key, so that the members of a gang are adjacent and placed one
 // right after another, in their gang's member order (gang.MemberBefore,
-// not the time each was queued). The members of a gang being placed (its
-// plan is live) go after every other pod of their priority. Between gangs
-// of equal priority, when a queue policy is on: the higher queue priority,
-// the queue least into its share, the members a gang needs to start, and
-// the lowest projected dominant share (DRF) go first. Shares are read from
-// the last accounting snapshot.
+// not the time each was queued). Between gangs of equal priority, when a queue policy
+// is on: the higher queue priority, the queue least into its share, the
+// members a gang needs to start, and the lowest projected dominant share
+// (DRF) go first. Shares are read from the last accounting snapshot.
 //
 // What Less reads of a member is kept between comparisons (see orders)
 // while it holds: the scheduling queue compares the pod it sifts about
@@ -71,15 +69,12 @@ func (pl *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	if okb {
 		pl.refreshOrder(eb, podB.UID, byQueue, qs, snap)
 	}
-	// The members of a gang being placed go after every other pod of
-	// their priority: their plan promises them their room (see Filter),
-	// and pods in no gang or in other gangs need not wait for thousands
-	// of members' cycles. A plan that makes no progress for gang.PlanTTL
-	// expires, and its members then go by their gang's time again.
+	// A gang being placed goes first: its plan holds for the snapshot it
+	// was made on, and each pod placed in between can spoil it.
 	if !ea.pos.Plan.IsZero() || !eb.pos.Plan.IsZero() {
 		now := pl.now()
 		if placingA, placingB := ea.pos.Placing(now), eb.pos.Placing(now); placingA != placingB {
-			return placingB
+			return placingA
 		}
 	}
 	if byQueue && snap != nil {
