@@ -189,11 +189,7 @@ func (b *Batch) start(logger klog.Logger) {
 	held := b.held
 	b.held = nil
 	b.startMu.Unlock()
-	if ctx.Err() != nil {
-		logger.Error(ctx.Err(), "Gang state or queue accounting has not taken in the first lists within 10s: activating the pods held back anyway", "pods", len(held))
-	} else {
-		logger.V(2).Info("Gang state and queue accounting took in the first lists: activating the pods held back", "pods", len(held))
-	}
+	logger.V(2).Info("Gang state and queue accounting took in the first lists: activating the pods held back", "pods", len(held), "synced", ctx.Err() == nil)
 	// In chunks: Activate holds the scheduling queue's lock throughout and
 	// runs PreEnqueue and QueueSort for every pod (tens of microseconds a
 	// pod), and the scheduler, which may be popping already, should get
