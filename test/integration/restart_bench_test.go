@@ -9,10 +9,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-
 	"k8s.io/klog/v2"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -38,7 +38,7 @@ const (
 // restarts stock kube-scheduler and Muster in turn on the same objects and
 // puts back the pods each bound. Run it alone:
 //
-//	go test ./test/integration -run '^$' -bench Restart -benchtime 3x -timeout 30m
+//	go test ./test/integration -run '^$' -bench Restart -benchtime 3x -timeout 40m
 func BenchmarkRestart(b *testing.B) {
 	// A benchmark prints what it logs: the schedulers log through klog,
 	// quiet unless MUSTER_TEST_LOGS is set.
@@ -175,13 +175,11 @@ func restartPod(e *env, i, j int) *v1.Pod {
 // before it returns.
 func firstDecision(e *env, config string) time.Duration {
 	e.t.Helper()
-	selector := metav1.ListOptions{LabelSelector: pendingLabel}
 	list, err := cluster.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: pendingLabel, Limit: 1})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	selector.ResourceVersion = list.ResourceVersion
-	w, err := cluster.Client.CoreV1().Pods(e.ns).Watch(e.ctx, selector)
+	w, err := cluster.Client.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{LabelSelector: pendingLabel, ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -236,9 +234,13 @@ func resetWaiting(e *env) {
 			}
 			fresh := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels}, Spec: p.Spec}
 			fresh.Spec.NodeName = ""
+			// The deleted pod may linger a moment: retry only that.
 			return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 				_, err := cluster.Client.CoreV1().Pods(e.ns).Create(ctx, fresh, metav1.CreateOptions{})
-				return err == nil, nil
+				if apierrors.IsAlreadyExists(err) {
+					return false, nil
+				}
+				return err == nil, err
 			})
 		})
 	}
