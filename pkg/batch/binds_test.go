@@ -1,0 +1,52 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestBinds: no more than n pods hold a slot; a pod holds at most one; a
+// slot given back lets a waiting pod go; a pod that holds none gives back
+// nothing; a wait ends with its context.
+func TestBinds(t *testing.T) {
+	ctx := context.Background()
+	b := NewBinds(2)
+	for _, uid := range []types.UID{"a", "b", "a"} {
+		if err := b.Acquire(ctx, uid); err != nil {
+			t.Fatalf("Acquire(%s): %v", uid, err)
+		}
+	}
+	acquired := make(chan error)
+	go func() { acquired <- b.Acquire(ctx, "c") }()
+	select {
+	case err := <-acquired:
+		t.Fatalf("c acquired a third slot of two (err %v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.Release("x") // holds none: frees nothing
+	select {
+	case err := <-acquired:
+		t.Fatalf("c acquired after a pod with no slot released (err %v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.Release("a")
+	if err := <-acquired; err != nil {
+		t.Fatalf("Acquire(c): %v", err)
+	}
+	b.Release("a") // already given back
+	cancelled, cancel := context.WithCancelCause(ctx)
+	why := errors.New("preempted")
+	cancel(why)
+	if err := b.Acquire(cancelled, "d"); !errors.Is(err, why) {
+		t.Errorf("Acquire with its context ended: %v, want %v", err, why)
+	}
+	b.Release("b")
+	b.Release("c")
+	if len(b.slots) != 0 || len(b.held) != 0 {
+		t.Errorf("after every release: %d slots taken, %d pods held", len(b.slots), len(b.held))
+	}
+}
