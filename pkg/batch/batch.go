@@ -87,11 +87,25 @@ type Process struct {
 	leading chan struct{}
 	leadCtx context.Context
 	once    sync.Once
+	// writing is closed once the leader's writers run (see Writing).
+	writing     chan struct{}
+	writingOnce sync.Once
 }
 
 // NewProcess returns the state of a scheduler process, empty until the
 // first plugin asks for it.
-func NewProcess() *Process { return &Process{leading: make(chan struct{})} }
+func NewProcess() *Process {
+	return &Process{leading: make(chan struct{}), writing: make(chan struct{})}
+}
+
+// Writing is closed once this replica leads and its writers run on the
+// complete gang state: the status controllers have started and, with
+// queues on, the default Queue exists (at once if no plugin built the
+// batch state). An embedded cluster (the sandbox)
+// waits for it before it applies what the user gave.
+func (p *Process) Writing() <-chan struct{} { return p.writing }
+
+func (p *Process) markWriting() { p.writingOnce.Do(func() { close(p.writing) }) }
 
 // Lead starts the writers: this replica leads the scheduler's election (or
 // runs without one). They stop when ctx ends. Later calls do nothing.
@@ -100,6 +114,11 @@ func (p *Process) Lead(ctx context.Context) {
 		p.leadCtx = ctx
 		close(p.leading)
 	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.batch == nil {
+		p.markWriting() // no Muster plugin is on: nothing to write
+	}
 }
 
 // Batch returns the batch state of the scheduler h belongs to, building it
@@ -191,7 +210,11 @@ func (b *Batch) start(logger klog.Logger) {
 	held := b.held
 	b.held = nil
 	b.startMu.Unlock()
-	logger.V(2).Info("Gang state and queue accounting took in the first lists: activating the pods held back", "pods", len(held), "synced", ctx.Err() == nil)
+	if ctx.Err() != nil {
+		logger.Error(ctx.Err(), "Gang state or queue accounting has not taken in the first lists within 10s: activating the pods held back anyway", "pods", len(held))
+	} else {
+		logger.V(2).Info("Gang state and queue accounting took in the first lists: activating the pods held back", "pods", len(held))
+	}
 	// In chunks: Activate holds the scheduling queue's lock throughout and
 	// runs PreEnqueue and QueueSort for every pod (tens of microseconds a
 	// pod), and the scheduler, which may be popping already, should get
@@ -293,8 +316,14 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 		go pg.Run(ctx)
 		select {
 		case <-b.queuesOn:
+		default:
+			// No queue policy (the plugin factories have run).
+			p.markWriting()
+		}
+		select {
+		case <-b.queuesOn:
 			q := queuecontroller.New(b.clients.Muster, b.queueInf.Scheduling().V1alpha1().Queues().Lister(), b.Queues(), b.Gangs, b.recorder)
-			q.Run(ctx)
+			q.Run(ctx, p.markWriting)
 		case <-ctx.Done():
 		}
 	}()

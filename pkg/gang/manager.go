@@ -2,7 +2,6 @@ package gang
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,8 +50,9 @@ type Manager struct {
 	// pods) and the Manager's of terminated pods. A pod leaves the first
 	// when it finishes, and may be in the second already: only its absence
 	// from both deletes it.
-	podStores  []cache.Store
-	podsSynced cache.InformerSynced
+	podStores []cache.Store
+	// synced are the HasSynced of every informer the Manager reads.
+	synced []cache.InformerSynced
 	// podHandlers are told of the scheduler's pod events on the Manager's
 	// listener (AddPodHandler).
 	podHandlersMu sync.RWMutex
@@ -146,9 +146,10 @@ type Clients struct {
 }
 
 // NewManager builds a Manager and starts its own informers (PodGroups, and
-// managed pods once terminated); they stop when ctx ends. It returns once
-// they have synced. HasSynced reports when c.Pods, started by the
-// scheduler, has delivered every live pod too.
+// managed pods once terminated); they stop when ctx ends. It does not wait
+// for them: they list while the scheduler's own informers do. HasSynced
+// reports when they, and c.Pods (started by the scheduler), have delivered
+// every object of their first lists.
 func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	m := &Manager{groups: map[Key]*group{}, memberOf: map[types.UID]Key{}, refused: map[Key]bool{}}
 	handler := cache.ResourceEventHandlerFuncs{
@@ -160,7 +161,7 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.podsSynced = reg.HasSynced
+	synced := []cache.InformerSynced{reg.HasSynced}
 	m.podStores = append(m.podStores, c.Pods.GetStore())
 
 	// One watch of every terminated pod, trimmed to a stub unless it is
@@ -175,7 +176,7 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	if _, err := terminatedPods.AddEventHandler(handler); err != nil {
 		return nil, err
 	}
-	synced := []cache.InformerSynced{terminatedPods.HasSynced}
+	synced = append(synced, terminatedPods.HasSynced)
 	m.podStores = append(m.podStores, terminatedPods.GetStore())
 	f.Start(ctx.Done())
 
@@ -210,18 +211,20 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 		synced = append(synced, spInformer.Informer().HasSynced)
 		sf.Start(ctx.Done())
 	}
-
-	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
-		return nil, fmt.Errorf("gang informers did not sync")
-	}
+	m.synced = synced
 	return m, nil
 }
 
-// HasSynced reports whether the Manager has taken in every pod the
-// scheduler's informer listed first.
-func (m *Manager) HasSynced() bool { return m.podsSynced() }
+// HasSynced reports whether the Manager has taken in every pod and
+// PodGroup of its informers' first lists.
+func (m *Manager) HasSynced() bool {
+	for _, synced := range m.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
 
 func (m *Manager) groupLocked(key Key) *group {
 	g := m.groups[key]

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -111,6 +112,12 @@ func newTestManager(t testing.TB) *Manager {
 	m, err := NewManager(ctx, Clients{Kube: kube, Muster: musterfake.NewSimpleClientset(), Pods: factory.Core().V1().Pods().Informer()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The informers' first (empty) lists replace their stores: wait for
+	// them before a test adds to the stores itself.
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), m.HasSynced) {
+		t.Fatal("the gang state did not take in the first lists")
 	}
 	return m
 }

@@ -82,6 +82,9 @@ func newLifecycleFixture(t *testing.T, queues []*v1alpha1.Queue, pods []*v1.Pod)
 	}
 	schedulerInformers.Start(ctx.Done())
 	schedulerInformers.WaitForCacheSync(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), gangs.HasSynced) {
+		t.Fatal("gang state did not sync")
+	}
 	state.WaitForNodes(ctx)
 	return &lifecycleFixture{ctx: ctx, state: state, muster: muster, queues: lister}
 }

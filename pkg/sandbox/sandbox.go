@@ -112,6 +112,13 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		return err
 	}
 	defer sched.Stop()
+	// What the user gave is applied once Muster writes: the default Queue
+	// exists and status is written from the complete gang state.
+	select {
+	case <-sched.Writing():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 
 	dyn, err := dynamic.NewForConfig(cp.JSONConfig())
 	if err != nil {

@@ -20,10 +20,14 @@ import (
 
 // Scheduler is a muster-scheduler running in this process.
 type Scheduler struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	dir    string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	dir     string
+	process *batch.Process
 }
+
+// Writing is closed once the scheduler's writers run (batch.Process.Writing).
+func (s *Scheduler) Writing() <-chan struct{} { return s.process.Writing() }
 
 // StartScheduler runs the scheduler with a KubeSchedulerConfiguration (YAML)
 // against the cluster of kubeconfig, through kube-scheduler's own options,
@@ -38,7 +42,7 @@ func StartScheduler(ctx context.Context, kubeconfig string, config []byte, extra
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{dir: dir, done: make(chan struct{})}
+	s := &Scheduler{dir: dir, done: make(chan struct{}), process: process}
 	configFile := filepath.Join(dir, "config.yaml")
 	if err := WriteConfig(configFile, kubeconfig, config); err != nil {
 		s.cleanup()

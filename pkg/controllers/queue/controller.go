@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
@@ -47,10 +46,22 @@ func New(client musterclient.Interface, lister musterlisters.QueueLister, state 
 	return &Controller{client: client, lister: lister, state: state, gangs: gangs, pgs: gangs.PodGroupLister(), recorder: recorder}
 }
 
-// Run updates every queue once a period until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
+// Run updates every queue once a period until ctx ends; synced is called
+// after the first update, once the default queue exists.
+func (c *Controller) Run(ctx context.Context, synced func()) {
 	klog.FromContext(ctx).Info("Starting Queue status controller")
-	wait.UntilWithContext(ctx, c.sync, Period)
+	c.sync(ctx)
+	synced()
+	tick := time.NewTicker(Period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			c.sync(ctx)
+		}
+	}
 }
 
 func (c *Controller) sync(ctx context.Context) {

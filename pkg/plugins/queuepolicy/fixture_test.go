@@ -208,6 +208,9 @@ func newTestPlugin(t testing.TB, c testCluster, drfPreemption bool) (context.Con
 	}
 	schedulerInformers.Start(ctx.Done())
 	schedulerInformers.WaitForCacheSync(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), gangs.HasSynced) {
+		t.Fatal("gang state did not sync")
+	}
 	state.WaitForNodes(ctx)
 	var snap *queue.Snapshot
 	waitFor(ctx, t, "the accounting to count every bound pod", func() bool {
