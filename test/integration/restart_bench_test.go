@@ -143,7 +143,10 @@ func warmUp(e *env, config string) {
 	err = wait.PollUntilContextTimeout(e.ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		groups, err := cluster.Muster.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
-			return false, err
+			// The apiserver is loaded while Muster binds half the
+			// cluster: a list may time out. Ask again.
+			e.t.Logf("listing PodGroups: %v", err)
+			return false, nil
 		}
 		for _, g := range groups.Items {
 			if g.Status.Phase == "" {
