@@ -40,8 +40,6 @@ import (
 // Batch is the batch state of one scheduler.
 type Batch struct {
 	Gangs *gang.Manager
-	// Binds bounds the gang members that bind at once.
-	Binds *Binds
 
 	handle   fwk.Handle
 	clients  gang.Clients
@@ -144,7 +142,7 @@ func (p *Process) Batch(ctx context.Context, h fwk.Handle) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Batch{Gangs: m, Binds: NewBinds(memberBinds), handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
+	b := &Batch{Gangs: m, handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
 	logger := klog.FromContext(ctx)
 	if err := b.startControllers(ctx, p); err != nil {
 		return nil, err

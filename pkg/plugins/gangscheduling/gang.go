@@ -34,7 +34,6 @@ type Plugin struct {
 	placer     *placement.Placer
 	batch      *batch.Batch
 	manager    *gang.Manager
-	binds      *batch.Binds
 	timeout    time.Duration
 	now        func() time.Time
 	schedulers map[string]bool
@@ -51,8 +50,6 @@ var (
 	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PermitPlugin      = &Plugin{}
-	_ fwk.PreBindPlugin     = &Plugin{}
-	_ fwk.PostBindPlugin    = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 	_ fwk.SignPlugin        = &Plugin{}
 )
@@ -81,7 +78,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 		placer:    &placement.Placer{Handle: h, Framework: fw},
 		batch:     b,
 		manager:   b.Gangs,
-		binds:     b.Binds,
 		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,
 		now:       time.Now,
 		queues:    b.Queues,

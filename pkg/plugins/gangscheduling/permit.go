@@ -28,7 +28,6 @@ func (pl *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, 
 	if !ok {
 		return
 	}
-	pl.binds.Release(pod.UID)
 	pl.manager.Unreserve(key, pod.UID)
 	pl.releaseWaiting(ctx, key, fmt.Sprintf("member %s was unreserved", pod.Name))
 }
@@ -55,33 +54,6 @@ func (pl *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 	}
 	klog.FromContext(ctx).V(4).Info("Member waits for its gang", "pod", klog.KObj(pod), "gang", key, "placed", s.Placed, "minMember", s.Spec.MinMember)
 	return fwk.NewStatus(fwk.Wait), timeout
-}
-
-// PreBindPreFlight says that PreBind has work only for gang members.
-func (pl *Plugin) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if _, ok := pl.keyOf(pod); !ok {
-		return nil, fwk.NewStatus(fwk.Skip)
-	}
-	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
-}
-
-// PreBind lets a member bind once fewer than a process-wide number of
-// members are binding (see batch.Binds): the members of a big gang, allowed
-// together, then bind a few at a time, and the binding of other pods
-// goes on between theirs. The slot is given back at PostBind or Unreserve.
-func (pl *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
-	if _, ok := pl.keyOf(pod); !ok {
-		return nil
-	}
-	if err := pl.binds.Acquire(ctx, pod.UID); err != nil {
-		return fwk.AsStatus(err)
-	}
-	return nil
-}
-
-// PostBind gives back the member's binding slot.
-func (pl *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
-	pl.binds.Release(pod.UID)
 }
 
 func (pl *Plugin) allowWaiting(ctx context.Context, key gang.Key) {
