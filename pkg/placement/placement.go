@@ -106,9 +106,6 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 		state  fwk.CycleState
 		result *fwk.PreFilterResult
 		added  int // how many of plannedPods state holds
-		// cands are the last full search's other nodes, while the
-		// members are identical to the one it was made for (see reuse).
-		cands *candidates
 	)
 	for i, member := range members {
 		if state == nil || !samePreFilter(members[i-1], member) {
@@ -134,7 +131,6 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 				}
 			}
 			added = 0
-			cands = nil
 		}
 		for _, p := range plannedPods[added:] {
 			if s := pl.Framework.RunPreFilterExtensionAddPod(ctx, state, member, p.info, overlay[p.node]); !s.IsSuccess() {
@@ -142,30 +138,22 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 			}
 		}
 		added = len(plannedPods)
-		var node fwk.NodeInfo
-		if cands != nil {
-			last := overlay[plannedPods[len(plannedPods)-1].node]
-			if node, err = pl.reuse(ctx, state, member, cands, last); err != nil {
-				return nil, "", err
-			}
-		}
-		if node == nil {
-			nodes := nodeInfos
-			if result != nil && result.NodeNames != nil {
-				nodes = nil
-				for _, n := range nodeInfos {
-					if result.NodeNames.Has(n.Node().Name) {
-						nodes = append(nodes, n)
-					}
+		nodes := nodeInfos
+		if result != nil && result.NodeNames != nil {
+			nodes = nil
+			for _, n := range nodeInfos {
+				if result.NodeNames.Has(n.Node().Name) {
+					nodes = append(nodes, n)
 				}
 			}
-			feasible, reasons := pl.feasibleNodes(ctx, state, member, nodes, overlay)
-			if len(feasible) == 0 {
-				return nil, placeable(placed+int32(i), minMember, member, summarize(reasons, len(nodes))), nil
-			}
-			if node, cands, err = pl.bestNode(ctx, state, member, feasible); err != nil {
-				return nil, "", err
-			}
+		}
+		feasible, reasons := pl.feasibleNodes(ctx, state, member, nodes, overlay)
+		if len(feasible) == 0 {
+			return nil, placeable(placed+int32(i), minMember, member, summarize(reasons, len(nodes))), nil
+		}
+		node, err := pl.bestNode(ctx, state, member, feasible)
+		if err != nil {
+			return nil, "", err
 		}
 		info, err := framework.NewPodInfo(member)
 		if err != nil {
@@ -248,33 +236,34 @@ func (pl *Placer) feasibleNodes(ctx context.Context, state fwk.CycleState, membe
 }
 
 // bestNode scores the feasible nodes with the profile's score plugins and
-// returns the highest (ties go to the first node by name), and the other
-// nodes with their scores where identical members may reuse them.
-func (pl *Placer) bestNode(ctx context.Context, state fwk.CycleState, member *v1.Pod, feasible []fwk.NodeInfo) (fwk.NodeInfo, *candidates, error) {
+// returns the highest; ties go to the first node by name.
+func (pl *Placer) bestNode(ctx context.Context, state fwk.CycleState, member *v1.Pod, feasible []fwk.NodeInfo) (fwk.NodeInfo, error) {
 	if len(feasible) == 1 {
-		return feasible[0], nil, nil
+		return feasible[0], nil
 	}
 	if s := pl.Framework.RunPreScorePlugins(ctx, state, member, feasible); !s.IsSuccess() {
-		return nil, nil, s.AsError()
+		return nil, s.AsError()
 	}
 	scores, s := pl.Framework.RunScorePlugins(ctx, state, member, feasible)
 	if !s.IsSuccess() {
-		return nil, nil, s.AsError()
+		return nil, s.AsError()
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err // scoring stopped part-way: the scores name no node
+		return nil, err // scoring stopped part-way: the scores name no node
 	}
-	best := scores[highest(scores)].Name
-	var cands *candidates
-	if pl.reusable(state, member) {
-		cands = keep(feasible, scores, best)
-	}
-	for _, n := range feasible {
-		if n.Node().Name == best {
-			return n, cands, nil
+	best := 0
+	for i := range scores {
+		if scores[i].TotalScore > scores[best].TotalScore ||
+			scores[i].TotalScore == scores[best].TotalScore && scores[i].Name < scores[best].Name {
+			best = i
 		}
 	}
-	return nil, nil, fmt.Errorf("scored node %q is not among the feasible nodes", best)
+	for _, n := range feasible {
+		if n.Node().Name == scores[best].Name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("scored node %q is not among the feasible nodes", scores[best].Name)
 }
 
 // placeable says how far the gang got: "placeable 3/4: …".
