@@ -99,8 +99,8 @@ func NewProcess() *Process {
 // Writing is closed once this replica leads and its writers run on the
 // complete gang state: the status controllers have started and, with
 // queues on, the default Queue exists (at once if no plugin built the
-// batch state). An embedded cluster (the sandbox)
-// waits for it before it applies what the user gave.
+// batch state). The sandbox waits for it before it applies what the user
+// gave.
 func (p *Process) Writing() <-chan struct{} { return p.writing }
 
 func (p *Process) markWriting() { p.writingOnce.Do(func() { close(p.writing) }) }
@@ -312,17 +312,13 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 			go f(ctx)
 		}
 		go pg.Run(ctx)
-		select {
-		case <-b.queuesOn:
-		default:
-			// No queue policy (the plugin factories have run).
-			p.markWriting()
-		}
+		// The plugin factories, which turn queues on, ran before Lead.
 		select {
 		case <-b.queuesOn:
 			q := queuecontroller.New(b.clients.Muster, b.queueInf.Scheduling().V1alpha1().Queues().Lister(), b.Queues(), b.Gangs, b.recorder)
 			q.Run(ctx, p.markWriting)
-		case <-ctx.Done():
+		default:
+			p.markWriting()
 		}
 	}()
 	return nil
