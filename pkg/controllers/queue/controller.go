@@ -46,19 +46,19 @@ func New(client musterclient.Interface, lister musterlisters.QueueLister, state 
 	return &Controller{client: client, lister: lister, state: state, gangs: gangs, pgs: gangs.PodGroupLister(), recorder: recorder}
 }
 
-// Run updates every queue once a period until ctx ends; synced is called
-// after the first update, once the default queue exists.
+// Run updates every queue, then again a period after each update ends,
+// until ctx ends; synced is called after the first update, once the
+// default queue exists. (A ticker would run updates back to back whenever
+// one takes longer than the period, as under load.)
 func (c *Controller) Run(ctx context.Context, synced func()) {
 	klog.FromContext(ctx).Info("Starting Queue status controller")
 	c.sync(ctx)
 	synced()
-	tick := time.NewTicker(Period)
-	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-time.After(Period):
 			c.sync(ctx)
 		}
 	}
