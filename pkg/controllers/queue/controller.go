@@ -5,6 +5,7 @@ package queue
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
@@ -48,20 +50,14 @@ func New(client musterclient.Interface, lister musterlisters.QueueLister, state 
 
 // Run updates every queue, then again a period after each update ends,
 // until ctx ends; synced is called after the first update, once the
-// default queue exists. (A ticker would run updates back to back whenever
-// one takes longer than the period, as under load.)
+// default queue exists.
 func (c *Controller) Run(ctx context.Context, synced func()) {
 	klog.FromContext(ctx).Info("Starting Queue status controller")
-	c.sync(ctx)
-	synced()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(Period):
-			c.sync(ctx)
-		}
-	}
+	var first sync.Once
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		c.sync(ctx)
+		first.Do(synced)
+	}, Period)
 }
 
 func (c *Controller) sync(ctx context.Context) {
