@@ -15,6 +15,10 @@ type GangArgs struct {
 	// Permit for the rest of their gang, for gangs that set no
 	// scheduleTimeoutSeconds of their own.
 	DefaultScheduleTimeoutSeconds int64
+	// PlanStepMilliseconds bounds the time one scheduling cycle spends on
+	// a gang's placement plan: a bigger gang is planned over several of
+	// its members' cycles, and other pods are scheduled in between.
+	PlanStepMilliseconds int64
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

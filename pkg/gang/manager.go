@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	spinformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	splisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
@@ -21,11 +22,11 @@ import (
 	musterlisters "github.com/muster-sched/muster/pkg/generated/listers/scheduling/v1alpha1"
 )
 
-// PlanTTL bounds how long a placement plan is followed without progress.
-// Members of a gang are adjacent in the scheduling queue, so a plan is
-// normally used up in milliseconds; one whose next member is not reserved
-// for this long (a member stuck in backoff) is recomputed. A plan that
-// keeps reserving members lives on, however large its gang.
+// PlanTTL bounds how long a placement plan is followed without progress:
+// one whose next member is not reserved for this long (a member stuck in
+// backoff, or the scheduler busy with pods in no gang) promises nothing
+// more and is recomputed. A plan that keeps reserving members lives on,
+// however large its gang.
 const PlanTTL = 10 * time.Second
 
 // Manager holds the state of every gang of the cluster. It is shared by all
@@ -36,6 +37,11 @@ type Manager struct {
 	// memberOf indexes every member by UID: a pod whose labels moved it
 	// to another gang, or out of all, leaves the gang it was in.
 	memberOf map[types.UID]Key
+	// promised sums, by node and gang, the room plans promise their
+	// members (see Promised); promising is how many nodes it holds, read
+	// without the lock.
+	promised  map[string]map[Key]Room
+	promising atomic.Int64
 
 	pgLister musterlisters.PodGroupLister
 	spLister splisters.PodGroupLister // nil: scheduler-plugins' CRD absent
@@ -114,13 +120,23 @@ func (g *group) changed() {
 	}
 }
 
-// Plan is where a gang's pending members go: decided for the whole gang on
-// one snapshot before any of them reserves.
+// Plan is where a gang's pending members go: decided for the whole gang
+// before any of them reserves. A big gang's plan is made over several
+// cycles (see Todo), each on its own snapshot, with the room planned
+// before promised.
 type Plan struct {
 	Nodes map[types.UID]string
+	// Todo are the members still to be planned, in order: until there is
+	// none left the plan is unfinished, and no member follows it. Infos
+	// are then the planned members' PodInfos, for the next step to reuse.
+	Todo  []*v1.Pod
+	Infos []fwk.PodInfo
 	// Progress is when the plan was made, then when it last reserved a
 	// member: the plan is followed until PlanTTL after.
 	Progress time.Time
+	// promises are the planned members not reserved yet, and the room
+	// the plan keeps for each (see Promised).
+	promises map[types.UID]promise
 }
 
 type failure struct {

@@ -76,7 +76,7 @@ func TestPlanLivesWhileItProgresses(t *testing.T) {
 		nodes[types.UID(name)] = "n-" + name
 	}
 	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	m.SetPlan(key, nodes, t0)
+	m.SetPlan(key, nodes, nil, nil, t0)
 	for _, step := range []struct {
 		name      string
 		reserve   types.UID

@@ -3,7 +3,9 @@ package gang
 import (
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // What the scheduling cycles record of a gang: reservations, its placement
@@ -19,11 +21,12 @@ func (m *Manager) Reserve(key Key, uid types.UID, node string, now time.Time) {
 	if g.plan != nil {
 		if _, planned := g.plan.Nodes[uid]; planned {
 			g.plan.Progress = now
+			m.keepLocked(key, g.plan, uid)
 		}
 	}
 	ready := g.plan != nil && planUsedUp(g)
 	if ready {
-		g.plan = nil
+		m.replacePlanLocked(key, g, nil)
 	}
 	m.mu.Unlock()
 	m.notify(key, usageChange)
@@ -37,6 +40,9 @@ func (m *Manager) Reserve(key Key, uid types.UID, node string, now time.Time) {
 }
 
 func planUsedUp(g *group) bool {
+	if len(g.plan.Todo) > 0 {
+		return false
+	}
 	for uid := range g.plan.Nodes {
 		if _, ok := g.reserved[uid]; !ok {
 			if p := g.members[uid]; p == nil || p.Spec.NodeName == "" {
@@ -54,23 +60,36 @@ func (m *Manager) Unreserve(key Key, uid types.UID) {
 	if g := m.groups[key]; g != nil {
 		g.changed()
 		g.retally(uid, func() { delete(g.reserved, uid) })
-		g.plan = nil
+		m.replacePlanLocked(key, g, nil)
 	}
 	m.mu.Unlock()
 	m.notify(key, releaseChange)
 }
 
-// PlannedNode returns the node the gang's plan gives member uid, if a live
-// plan does.
+// PlannedNode returns the node the gang's plan gives member uid, if a live,
+// finished plan does.
 func (m *Manager) PlannedNode(key Key, uid types.UID, now time.Time) (node string, planned, hasPlan bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	g := m.groups[key]
-	if g == nil || g.plan == nil || now.Sub(g.plan.Progress) > PlanTTL {
+	if !g.placing(now) || len(g.plan.Todo) > 0 {
 		return "", false, false
 	}
 	node, planned = g.plan.Nodes[uid]
 	return node, planned, true
+}
+
+// UnfinishedPlan returns, when the gang has a live plan with members still
+// to be planned, those members, where the plan put the others and their
+// PodInfos (read only: a plan is replaced, never changed).
+func (m *Manager) UnfinishedPlan(key Key, now time.Time) (nodes map[types.UID]string, infos []fwk.PodInfo, todo []*v1.Pod, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	if !g.placing(now) || len(g.plan.Todo) == 0 {
+		return nil, nil, nil, false
+	}
+	return g.plan.Nodes, g.plan.Infos, g.plan.Todo, true
 }
 
 // Placing reports whether the gang is being placed: it has a live plan
@@ -87,24 +106,29 @@ func (g *group) placing(now time.Time) bool {
 	return g != nil && g.plan != nil && now.Sub(g.plan.Progress) <= PlanTTL
 }
 
-// SetPlan records where the gang's pending members go.
-func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, now time.Time) {
+// SetPlan records where the gang's pending members go, and promises them
+// their room there (see Promised); todo are the members still to be
+// planned, and infos the PodInfos of those planned (see Plan).
+func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, infos []fwk.PodInfo, todo []*v1.Pod, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
 	g.changed()
-	g.plan = &Plan{Nodes: nodes, Progress: now}
+	if len(todo) == 0 {
+		infos = nil // only the next step reads them
+	}
+	m.replacePlanLocked(key, g, &Plan{Nodes: nodes, Infos: infos, Todo: todo, Progress: now})
 	g.failure = failure{}
 	g.note = ""
 	m.mu.Unlock()
 	m.notify(key, statusChange)
 }
 
-// DropPlan forgets the gang's plan.
+// DropPlan forgets the gang's plan and the room it promised.
 func (m *Manager) DropPlan(key Key) {
 	m.mu.Lock()
 	if g := m.groups[key]; g != nil && g.plan != nil {
 		g.changed()
-		g.plan = nil
+		m.replacePlanLocked(key, g, nil)
 	}
 	m.mu.Unlock()
 }
@@ -116,7 +140,7 @@ func (m *Manager) RecordFailure(key Key, message string, now time.Time) {
 	changed := g.failure.message != message
 	g.changed()
 	g.failure = failure{message: message, at: now}
-	g.plan = nil
+	m.replacePlanLocked(key, g, nil)
 	m.mu.Unlock()
 	if changed {
 		m.notify(key, statusChange)

@@ -255,7 +255,7 @@ func (m *Manager) removeLocked(key Key, uid types.UID) {
 	})
 	if g.plan != nil {
 		if _, planned := g.plan.Nodes[uid]; planned {
-			g.plan = nil
+			m.replacePlanLocked(key, g, nil)
 		}
 	}
 	if len(g.members) == 0 {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -57,19 +58,55 @@ func (pl *Placer) numFeasibleNodesToFind(all int) int {
 	return max(all*percentage/100, minFeasibleNodesToFind)
 }
 
-// Removal is a pod taken off its node before placing (a victim).
-type Removal struct {
+// PodOnNode is a pod and its node: a victim taken off it, or a member
+// planned on it.
+type PodOnNode struct {
 	Pod  *v1.Pod
 	Node string
+	// Info is the pod's PodInfo, if one was made (Place makes one for each
+	// member it places): reused, it keeps the pod's summed requests.
+	Info fwk.PodInfo
+}
+
+// Result is where a trial placed its members, in order.
+type Result []PodOnNode
+
+// Nodes maps each member placed to its node; nil when there is none.
+func (r Result) Nodes() map[types.UID]string {
+	if len(r) == 0 {
+		return nil
+	}
+	out := make(map[types.UID]string, len(r))
+	for _, p := range r {
+		out[p.Pod.UID] = p.Node
+	}
+	return out
+}
+
+// Trial is what Place places, and on what.
+type Trial struct {
+	// Members are placed in this order.
+	Members []*v1.Pod
+	// Removed are taken off their nodes first (victims of reclaim); Planned
+	// are added to theirs (members a plan placed before).
+	Removed, Planned []PodOnNode
+	// Placed (members placed before, Planned among them) and MinMember
+	// only shape the message ("placeable 3/4: …").
+	Placed, MinMember int32
+	// Budget, when not zero, bounds the time Place spends: once it is
+	// used up, Place returns the members placed so far (at least one).
+	Budget time.Duration
 }
 
 // Place finds a node for each member, in order, on this cycle's snapshot
-// with removed taken off their nodes and the members placed before it
-// added: the profile's own PreFilter, Filter and Score plugins decide, as
-// they would for each member alone. It returns the plan, or a message
-// saying why the members do not all fit; placed and minMember only shape
-// that message ("placeable 3/4: …").
-func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Removal, placed, minMember int32) (map[types.UID]string, string, error) {
+// with the trial's removed pods taken off their nodes, its planned ones
+// added, and the members placed before it added: the profile's own
+// PreFilter, Filter and Score plugins decide, as they would for each
+// member alone. It returns where it placed the members (a prefix of them
+// when the budget ran out), or a message saying why the members do not
+// all fit.
+func (pl *Placer) Place(ctx context.Context, t Trial) (Result, string, error) {
+	start := time.Now()
 	nodeInfos, err := pl.Handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, "", err
@@ -78,15 +115,23 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 	// planned members added to.
 	overlay := map[string]fwk.NodeInfo{}
 	logger := klog.FromContext(ctx)
-	for _, r := range removed {
-		n, err := pl.Handle.SnapshotSharedLister().NodeInfos().Get(r.Node)
+	copyOf := func(node string) (fwk.NodeInfo, bool) {
+		if o, ok := overlay[node]; ok {
+			return o, true
+		}
+		n, err := pl.Handle.SnapshotSharedLister().NodeInfos().Get(node)
 		if err != nil {
+			return nil, false
+		}
+		overlay[node] = n.Snapshot()
+		return overlay[node], true
+	}
+	for _, r := range t.Removed {
+		n, ok := copyOf(r.Node)
+		if !ok {
 			continue
 		}
-		if _, ok := overlay[r.Node]; !ok {
-			overlay[r.Node] = n.Snapshot()
-		}
-		if err := overlay[r.Node].RemovePod(logger, r.Pod); err != nil {
+		if err := n.RemovePod(logger, r.Pod); err != nil {
 			// Not on the node in this snapshot: the gang state and the
 			// scheduler's cache may disagree for a moment. Nothing to free.
 			logger.V(4).Info("Trial placement: victim not on its node", "pod", klog.KObj(r.Pod), "node", r.Node)
@@ -97,7 +142,23 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 		node string
 	}
 	var plannedPods []plannedPod
-	plan := make(map[types.UID]string, len(members))
+	for _, p := range t.Planned {
+		n, ok := copyOf(p.Node)
+		if !ok {
+			continue // the node is gone: the members planned next see it gone too
+		}
+		info := p.Info
+		if info == nil {
+			var err error
+			if info, err = framework.NewPodInfo(p.Pod); err != nil {
+				return nil, "", err
+			}
+		}
+		n.AddPodInfo(info)
+		plannedPods = append(plannedPods, plannedPod{info: info, node: p.Node})
+	}
+	members := t.Members
+	plan := make(Result, 0, len(members))
 
 	// A member identical to the one before it (members made from one
 	// template, without an index) shares its cycle state: the planned members are added to it once
@@ -108,6 +169,9 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 		added  int // how many of plannedPods state holds
 	)
 	for i, member := range members {
+		if t.Budget > 0 && i > 0 && time.Since(start) >= t.Budget {
+			break
+		}
 		if state == nil || !samePreFilter(members[i-1], member) {
 			state = framework.NewCycleState()
 			gang.MarkTrial(state)
@@ -115,11 +179,11 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 			result, status, _ = pl.Framework.RunPreFilterPlugins(ctx, state, member)
 			if !status.IsSuccess() && !status.IsSkip() {
 				if status.IsRejected() {
-					return nil, placeable(placed+int32(i), minMember, member, status.Message()), nil
+					return nil, placeable(t.Placed+int32(i), t.MinMember, member, status.Message()), nil
 				}
 				return nil, "", status.AsError()
 			}
-			for _, r := range removed {
+			for _, r := range t.Removed {
 				if n, ok := overlay[r.Node]; ok {
 					info, err := framework.NewPodInfo(r.Pod)
 					if err != nil {
@@ -149,7 +213,7 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 		}
 		feasible, reasons := pl.feasibleNodes(ctx, state, member, nodes, overlay)
 		if len(feasible) == 0 {
-			return nil, placeable(placed+int32(i), minMember, member, summarize(reasons, len(nodes))), nil
+			return nil, placeable(t.Placed+int32(i), t.MinMember, member, summarize(reasons, len(nodes))), nil
 		}
 		node, err := pl.bestNode(ctx, state, member, feasible)
 		if err != nil {
@@ -159,12 +223,10 @@ func (pl *Placer) Place(ctx context.Context, members []*v1.Pod, removed []Remova
 		if err != nil {
 			return nil, "", err
 		}
-		if _, ok := overlay[node.Node().Name]; !ok {
-			overlay[node.Node().Name] = node.Snapshot()
-		}
-		overlay[node.Node().Name].AddPodInfo(info)
+		n, _ := copyOf(node.Node().Name)
+		n.AddPodInfo(info)
 		plannedPods = append(plannedPods, plannedPod{info: info, node: node.Node().Name})
-		plan[member.UID] = node.Node().Name
+		plan = append(plan, PodOnNode{Pod: member, Node: node.Node().Name, Info: info})
 	}
 	return plan, "", nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -25,9 +26,11 @@ import (
 
 // TestPlaceSeesPlannedMembers: each member is placed seeing the members
 // planned before it, whether it shares the cycle state of the member
-// before it (identical members) or starts its own (members that differ).
-// With no score plugin, ties go to the first node by name: a member that
-// did not see the others would be planned onto n-0 with them.
+// before it (identical members) or starts its own (members that differ),
+// or was planned by an earlier step of the plan (planned); a step whose
+// budget is used up after its first member places that one alone. With
+// no score plugin, ties go to the first node by name: a member that did
+// not see the others would be planned onto n-0 with them.
 func TestPlaceSeesPlannedMembers(t *testing.T) {
 	metrics.Register() // the framework counts its plugins' calls
 	// member repels the pods that carry its kind label, per node.
@@ -40,6 +43,8 @@ func TestPlaceSeesPlannedMembers(t *testing.T) {
 		name     string
 		nodes    int
 		members  []*v1.Pod
+		planned  []PodOnNode
+		budget   time.Duration
 		wantPlan map[types.UID]string
 		wantMsg  string
 	}{
@@ -60,6 +65,27 @@ func TestPlaceSeesPlannedMembers(t *testing.T) {
 			nodes:    2,
 			members:  []*v1.Pod{member("a", 0), member("b", 0), member("a", 1), member("b", 1)},
 			wantPlan: map[types.UID]string{"a-0": "n-0", "b-0": "n-0", "a-1": "n-1", "b-1": "n-1"},
+		},
+		{
+			name:     "members planned by an earlier step",
+			nodes:    3,
+			planned:  []PodOnNode{{Pod: member("a", 0), Node: "n-0"}, {Pod: member("a", 1), Node: "n-1"}},
+			members:  []*v1.Pod{member("a", 2)},
+			wantPlan: map[types.UID]string{"a-2": "n-2"},
+		},
+		{
+			name:    "members planned by an earlier step fill the nodes",
+			nodes:   2,
+			planned: []PodOnNode{{Pod: member("a", 0), Node: "n-0"}, {Pod: member("a", 1), Node: "n-1"}},
+			members: []*v1.Pod{member("a", 2)},
+			wantMsg: "placeable 2/3: member a-2 fits no node: 2 node(s) didn't match pod anti-affinity rules",
+		},
+		{
+			name:     "a budget used up after the first member",
+			nodes:    3,
+			budget:   time.Nanosecond,
+			members:  []*v1.Pod{member("a", 0), member("a", 1), member("a", 2)},
+			wantPlan: map[types.UID]string{"a-0": "n-0"},
 		},
 	}
 	for _, tt := range tests {
@@ -88,14 +114,17 @@ func TestPlaceSeesPlannedMembers(t *testing.T) {
 			informerFactory.WaitForCacheSync(ctx.Done())
 
 			pl := &Placer{Handle: fw, Framework: fw}
-			plan, msg, err := pl.Place(ctx, tt.members, nil, 0, int32(len(tt.members)))
+			plan, msg, err := pl.Place(ctx, Trial{
+				Members: tt.members, Planned: tt.planned, Budget: tt.budget,
+				Placed: int32(len(tt.planned)), MinMember: int32(len(tt.planned) + len(tt.members)),
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !strings.HasPrefix(msg, tt.wantMsg) || (msg == "") != (tt.wantMsg == "") {
 				t.Errorf("message %q, want %q", msg, tt.wantMsg)
 			}
-			if diff := cmp.Diff(tt.wantPlan, plan); diff != "" {
+			if diff := cmp.Diff(tt.wantPlan, plan.Nodes()); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 		})

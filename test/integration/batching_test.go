@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
-	"sigs.k8s.io/yaml"
 
 	"github.com/muster-sched/muster/pkg/simulator"
 )
@@ -47,25 +46,7 @@ func TestPlainPodsAreBatched(t *testing.T) {
 // withoutDefaultSpreading sets PodTopologySpread's defaultingType to List
 // (no default constraints) in every profile of config.
 func withoutDefaultSpreading(t *testing.T, config string) string {
-	t.Helper()
-	var cfg map[string]any
-	if err := yaml.Unmarshal([]byte(config), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	profiles, _ := cfg["profiles"].([]any)
-	for _, p := range profiles {
-		prof := p.(map[string]any)
-		pc, _ := prof["pluginConfig"].([]any)
-		prof["pluginConfig"] = append(pc, map[string]any{
-			"name": "PodTopologySpread",
-			"args": map[string]any{"defaultingType": "List"},
-		})
-	}
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
+	return withPluginArgs(t, config, "PodTopologySpread", map[string]any{"defaultingType": "List"})
 }
 
 // batchHintsUsed is kube-scheduler's count of pods scheduled on a hint

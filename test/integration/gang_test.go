@@ -517,3 +517,22 @@ func TestGangMembershipFollowsLabels(t *testing.T) {
 	invalid("b", "1 members exist, minMember 2")
 	e.staysUnbound(2*time.Second, "b-0")
 }
+
+// TestGangPlannedInSteps: with a plan step of 1 ms, a gang of 160 members
+// is planned over many of its members' cycles while 40 pods in no gang
+// arrive; the cluster has room for exactly both. Every member must be
+// reactivated as the plan goes on, the plain pods must keep off the room
+// planned for members, and the gang binds whole.
+func TestGangPlannedInSteps(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 50, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	e.startScheduler(withPluginArgs(t, gangConfig(t), "Gang", map[string]any{"planStepMilliseconds": 1}))
+	gang := e.members("big", 160, "1", musterLabels("big", 160))
+	var plain []string
+	for i := range 40 {
+		name := fmt.Sprintf("web-%d", i)
+		e.create(e.pod(name, map[v1.ResourceName]string{v1.ResourceCPU: "1"}))
+		plain = append(plain, name)
+	}
+	e.waitBoundWithin(time.Minute, append(gang, plain...)...)
+}

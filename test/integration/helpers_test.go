@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/yaml"
 
 	"github.com/muster-sched/muster/pkg/simulator"
 )
@@ -175,4 +176,24 @@ func names(prefix string, n int) []string {
 		out = append(out, fmt.Sprintf("%s-%d", prefix, i))
 	}
 	return out
+}
+
+// withPluginArgs adds args for the plugin name to every profile of config.
+func withPluginArgs(t *testing.T, config, name string, args map[string]any) string {
+	t.Helper()
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	for _, p := range profiles {
+		prof := p.(map[string]any)
+		pc, _ := prof["pluginConfig"].([]any)
+		prof["pluginConfig"] = append(pc, map[string]any{"name": name, "args": args})
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

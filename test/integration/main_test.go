@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/muster-sched/muster/manifests/scheduler-plugins"
+	schedulerplugins "github.com/muster-sched/muster/manifests/scheduler-plugins"
 	"github.com/muster-sched/muster/pkg/controlplane"
 	"github.com/muster-sched/muster/pkg/simulator"
 )

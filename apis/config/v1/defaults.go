@@ -17,11 +17,19 @@ func defaultBinpackResources() []schedulerconfigv1.ResourceSpec {
 // the rest by default.
 const DefaultScheduleTimeoutSeconds int64 = 60
 
-// SetDefaults_GangArgs sets the default Permit timeout.
+// DefaultPlanStepMilliseconds is how long one cycle may plan a gang by
+// default: pods in no gang then wait at most about that long for a big
+// gang's plan.
+const DefaultPlanStepMilliseconds int64 = 100
+
+// SetDefaults_GangArgs sets the default Permit timeout and plan step.
 func SetDefaults_GangArgs(obj *GangArgs) {
 	if obj.DefaultScheduleTimeoutSeconds == nil {
 		v := DefaultScheduleTimeoutSeconds
 		obj.DefaultScheduleTimeoutSeconds = &v
+	}
+	if obj.PlanStepMilliseconds == nil {
+		obj.PlanStepMilliseconds = ptr.To(DefaultPlanStepMilliseconds)
 	}
 }
 

@@ -15,6 +15,11 @@ type GangArgs struct {
 	// Permit for the rest of their gang, for gangs that set no
 	// scheduleTimeoutSeconds of their own. Default 60.
 	DefaultScheduleTimeoutSeconds *int64 `json:"defaultScheduleTimeoutSeconds,omitempty"`
+	// PlanStepMilliseconds bounds the time one scheduling cycle spends on
+	// a gang's placement plan: a bigger gang is planned over several of
+	// its members' cycles, and other pods are scheduled in between, with
+	// the room planned so far kept for the gang. Default 100; at least 1.
+	PlanStepMilliseconds *int64 `json:"planStepMilliseconds,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

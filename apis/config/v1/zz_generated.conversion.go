@@ -136,6 +136,9 @@ func autoConvert_v1_GangArgs_To_config_GangArgs(in *GangArgs, out *config.GangAr
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.DefaultScheduleTimeoutSeconds, &out.DefaultScheduleTimeoutSeconds, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.PlanStepMilliseconds, &out.PlanStepMilliseconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -146,6 +149,9 @@ func Convert_v1_GangArgs_To_config_GangArgs(in *GangArgs, out *config.GangArgs, 
 
 func autoConvert_config_GangArgs_To_v1_GangArgs(in *config.GangArgs, out *GangArgs, s conversion.Scope) error {
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.DefaultScheduleTimeoutSeconds, &out.DefaultScheduleTimeoutSeconds, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.PlanStepMilliseconds, &out.PlanStepMilliseconds, s); err != nil {
 		return err
 	}
 	return nil

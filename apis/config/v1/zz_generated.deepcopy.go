@@ -100,6 +100,11 @@ func (in *GangArgs) DeepCopyInto(out *GangArgs) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.PlanStepMilliseconds != nil {
+		in, out := &in.PlanStepMilliseconds, &out.PlanStepMilliseconds
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 

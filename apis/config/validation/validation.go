@@ -24,12 +24,17 @@ func ValidateBinpackArgs(path *field.Path, args *config.BinpackArgs) error {
 	return validateResources(args.Resources, path.Child("resources")).ToAggregate()
 }
 
-// ValidateGangArgs checks that the default timeout is positive.
+// ValidateGangArgs checks that the default timeout and the plan step are
+// positive.
 func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
+	var errs field.ErrorList
 	if args.DefaultScheduleTimeoutSeconds < 1 {
-		return field.ErrorList{field.Invalid(path.Child("defaultScheduleTimeoutSeconds"), args.DefaultScheduleTimeoutSeconds, "must be at least 1")}.ToAggregate()
+		errs = append(errs, field.Invalid(path.Child("defaultScheduleTimeoutSeconds"), args.DefaultScheduleTimeoutSeconds, "must be at least 1"))
 	}
-	return nil
+	if args.PlanStepMilliseconds < 1 {
+		errs = append(errs, field.Invalid(path.Child("planStepMilliseconds"), args.PlanStepMilliseconds, "must be at least 1"))
+	}
+	return errs.ToAggregate()
 }
 
 // ValidateOvercommitFactor checks a queue policy's overcommit factor.

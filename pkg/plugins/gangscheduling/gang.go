@@ -29,12 +29,14 @@ const Name = "Gang"
 
 // Plugin implements gang scheduling.
 type Plugin struct {
-	handle     fwk.Handle
-	framework  framework.Framework
-	placer     *placement.Placer
-	batch      *batch.Batch
-	manager    *gang.Manager
-	timeout    time.Duration
+	handle    fwk.Handle
+	framework framework.Framework
+	placer    *placement.Placer
+	batch     *batch.Batch
+	manager   *gang.Manager
+	timeout   time.Duration
+	// planStep bounds the time a cycle spends on a gang's plan.
+	planStep   time.Duration
 	now        func() time.Time
 	schedulers map[string]bool
 	// queues is the queue accounting, nil while no queue policy is on.
@@ -47,6 +49,7 @@ var (
 	_ fwk.PreEnqueuePlugin  = &Plugin{}
 	_ fwk.QueueSortPlugin   = &Plugin{}
 	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
 	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PermitPlugin      = &Plugin{}
@@ -79,6 +82,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 		batch:     b,
 		manager:   b.Gangs,
 		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,
+		planStep:  time.Duration(args.PlanStepMilliseconds) * time.Millisecond,
 		now:       time.Now,
 		queues:    b.Queues,
 		orders:    newOrders(),
@@ -94,10 +98,15 @@ func (pl *Plugin) keyOf(pod *v1.Pod) (gang.Key, bool) { return pl.manager.KeyOf(
 // SignPod lets kube-scheduler's opportunistic batching reuse a cycle's
 // results for a pod in no gang, which Gang's PreFilter skips; a profile
 // with a plugin that cannot sign batches nothing at all. A member is never
-// batched: it follows its gang's plan.
+// batched: it follows its gang's plan. Nor is any pod while a plan
+// promises room: a reused result would skip Filter, which keeps pods off
+// that room.
 func (pl *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	if _, ok := pl.keyOf(pod); ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang member follows its gang's plan")
+	}
+	if pl.manager.Promising() {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "a gang's plan promises room: every pod is filtered")
 	}
 	return nil, nil
 }

@@ -3,14 +3,18 @@ package gangscheduling
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/placement"
 )
 
 // PreFilter decides a gang's placement as a whole. The first member of a
@@ -19,12 +23,13 @@ import (
 // rejected and nothing is reserved. Members with a plan are filtered on
 // their planned node only.
 func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if gang.IsTrial(state) {
-		return nil, fwk.NewStatus(fwk.Skip)
-	}
 	key, ok := pl.keyOf(pod)
-	if !ok {
-		return nil, fwk.NewStatus(fwk.Skip)
+	now := pl.now()
+	// Every pod, and every trial placement of a member, is kept off the
+	// room other gangs' plans promise (see Filter).
+	rest := pl.readPromises(state, pod, key, now)
+	if !ok || gang.IsTrial(state) {
+		return nil, rest
 	}
 	logger := klog.FromContext(ctx)
 	s := pl.manager.Status(key)
@@ -33,9 +38,8 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	if s.Ready() || s.Spec.MinMember == 1 && len(s.Spec.MinTaskMember) == 0 {
 		// An elastic member, or a gang of one: placed like any pod.
-		return nil, fwk.NewStatus(fwk.Skip)
+		return nil, rest
 	}
-	now := pl.now()
 	if node, planned, hasPlan := pl.manager.PlannedNode(key, pod.UID, now); planned {
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	} else if hasPlan {
@@ -45,9 +49,28 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	// siblings with the last failure until the cluster changed saved
 	// trials, but left siblings that were waiting in the active queue when
 	// room was freed rejected on stale grounds, with no event left to
-	// retry them.)
-	members := gang.PickMembers(pod, pl.manager.PendingMembers(key), &s)
-	plan, msg, err := pl.placer.Place(ctx, members, nil, s.Placed, s.Spec.MinMember)
+	// retry them.) A plan that takes longer than the plan step is made over
+	// several members' cycles, so that pods in no gang are scheduled in
+	// between; the room planned so far is promised meanwhile.
+	nodes, infos, todo, unfinished := pl.manager.UnfinishedPlan(key, now)
+	var planned []placement.PodOnNode
+	if unfinished {
+		planned = make([]placement.PodOnNode, 0, len(infos))
+		for _, info := range infos {
+			p := info.GetPod()
+			planned = append(planned, placement.PodOnNode{Pod: p, Node: nodes[p.UID], Info: info})
+		}
+	} else {
+		// A plan that expired may still hold promises: drop it, or the
+		// trial would count its members twice.
+		pl.manager.DropPlan(key)
+		todo = gang.PickMembers(pod, pl.manager.PendingMembers(key), &s)
+	}
+	placed, msg, err := pl.placer.Place(ctx, placement.Trial{
+		Members: todo, Planned: planned,
+		Placed: s.Placed + int32(len(planned)), MinMember: s.Spec.MinMember,
+		Budget: pl.planStep,
+	})
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -56,9 +79,22 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		pl.manager.RecordFailure(key, msg, now)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, msg))
 	}
+	plan := make(map[types.UID]string, len(nodes)+len(placed))
+	maps.Copy(plan, nodes)
+	infos = slices.Clip(infos)
+	for _, p := range placed {
+		plan[p.Pod.UID] = p.Node
+		infos = append(infos, p.Info)
+	}
+	todo = todo[len(placed):]
+	pl.manager.SetPlan(key, plan, infos, todo, now)
+	activateSiblings(state, pod, todo)
+	if len(todo) > 0 {
+		logger.V(4).Info("Gang placement under way", "gang", key, "planned", len(plan), "todo", len(todo))
+		return nil, waitForPlan(state, key)
+	}
 	logger.V(4).Info("Gang placement planned", "gang", key, "members", len(plan))
-	pl.manager.SetPlan(key, plan, now)
-	activateSiblings(state, pod, members)
+	activateSiblings(state, pod, pl.manager.PendingMembers(key))
 	if node, ok := plan[pod.UID]; ok {
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	}
@@ -80,7 +116,7 @@ func waitForPlan(state fwk.CycleState, key gang.Key) *fwk.Status {
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, "waiting for the members planned before this one"))
 }
 
-// PreFilterExtensions is nil: Gang keeps no per-node state in the cycle.
+// PreFilterExtensions is nil: what Filter reads is fixed for the cycle.
 func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // PostFilter runs when a member could not be placed: its waiting siblings

@@ -14,13 +14,18 @@ import (
 
 // Less orders the whole scheduling queue. Two pods in no gang compare
 // exactly as kube-scheduler's PrioritySort compares them: priority, then
-// queue timestamp. A gang member stands in the order by its gang's creation
-// time and key, so that the members of a gang are adjacent and placed one
-// right after another, in their gang's member order (gang.MemberBefore,
-// not the time each was queued). Between gangs of equal priority, when a queue policy
-// is on: the higher queue priority, the queue least into its share, the
-// members a gang needs to start, and the lowest projected dominant share
-// (DRF) go first. Shares are read from the last accounting snapshot.
+// queue timestamp. Of equal priority, a pod in no gang goes before every
+// gang member: it takes one short cycle, while a gang may need thousands,
+// and the room a gang's plan counts on is promised to it (see Filter).
+// Between gangs, a gang being placed goes first, so that its plan is used
+// up before another gang's is made. A member stands in the order by its
+// gang's creation time and key, so that the members of a gang are
+// adjacent and placed one right after another, in their gang's member
+// order (gang.MemberBefore, not the time each was queued). Between gangs of
+// equal priority, when a queue policy is on: the higher queue priority,
+// the queue least into its share, the members a gang needs to start, and
+// the lowest projected dominant share (DRF) go first. Shares are read from
+// the last accounting snapshot.
 //
 // What Less reads of a member is kept between comparisons (see orders)
 // while it holds: the scheduling queue compares the pod it sifts about
@@ -38,39 +43,27 @@ func (pl *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	switch {
 	case !oka && !okb:
 		return a.GetTimestamp().Before(b.GetTimestamp()) // PrioritySort
-	case oka && okb && ka == kb:
+	case oka != okb:
+		return okb // the pod in no gang first, without the lock
+	case ka == kb:
 		return gang.MemberBefore(podA, podB)
 	}
-	// Only members get entries: pods in no gang compare as above, without
-	// the lock.
 	pl.orders.lock()
 	defer pl.orders.unlock()
-	var oa, ob order // a pod in no gang, or a member whose entry is not kept
-	ea, eb := &oa, &ob
-	if oka {
-		ea = pl.orders.entry(podA, ka, &oa)
-	}
-	if okb {
-		eb = pl.orders.entry(podB, kb, &ob)
-	}
+	var oa, ob order // members whose entries are not kept
+	ea, eb := pl.orders.entry(podA, ka, &oa), pl.orders.entry(podB, kb, &ob)
 	var qs *queue.State
 	if pl.queues != nil {
 		qs = pl.queues()
 	}
 	// Queues order two members; their statuses are read only then.
-	byQueue := oka && okb && qs != nil
+	byQueue := qs != nil
 	var snap *queue.Snapshot
 	if byQueue {
 		snap = qs.Last()
 	}
-	if oka {
-		pl.refreshOrder(ea, podA.UID, byQueue, qs, snap)
-	}
-	if okb {
-		pl.refreshOrder(eb, podB.UID, byQueue, qs, snap)
-	}
-	// A gang being placed goes first: its plan holds for the snapshot it
-	// was made on, and each pod placed in between can spoil it.
+	pl.refreshOrder(ea, podA.UID, byQueue, qs, snap)
+	pl.refreshOrder(eb, podB.UID, byQueue, qs, snap)
 	if !ea.pos.Plan.IsZero() || !eb.pos.Plan.IsZero() {
 		now := pl.now()
 		if placingA, placingB := ea.pos.Placing(now), eb.pos.Placing(now); placingA != placingB {
@@ -82,11 +75,11 @@ func (pl *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 			return less
 		}
 	}
-	ta, tb := orderTime(a, &ea.pos, oka), orderTime(b, &eb.pos, okb)
+	ta, tb := orderTime(a, &ea.pos), orderTime(b, &eb.pos)
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
-	if c := compareKeys(ka, oka, kb, okb); c != 0 {
+	if c := compareKeys(ka, kb); c != 0 {
 		return c < 0
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
@@ -130,24 +123,17 @@ func (pl *Plugin) refreshOrder(o *order, uid types.UID, withStatus bool, qs *que
 	}
 }
 
-// orderTime is the time a pod is ordered by: its gang's creation, or for a
-// pod in no gang (or a gang not known yet) the time it was queued.
-func orderTime(q fwk.QueuedEntityInfo, pos *gang.Position, inGang bool) time.Time {
-	if !inGang || pos.Created.IsZero() {
+// orderTime is the time a member is ordered by: its gang's creation, or
+// for a gang not known yet the time the member was queued.
+func orderTime(q fwk.QueuedEntityInfo, pos *gang.Position) time.Time {
+	if pos.Created.IsZero() {
 		return q.GetTimestamp()
 	}
 	return pos.Created
 }
 
-// compareKeys orders gangs created at the same time by key, a pod in no
-// gang first: −1, 0 or 1.
-func compareKeys(a gang.Key, inA bool, b gang.Key, inB bool) int {
-	if inA != inB {
-		if inB {
-			return -1
-		}
-		return 1
-	}
+// compareKeys orders gangs created at the same time by key: −1, 0 or 1.
+func compareKeys(a, b gang.Key) int {
 	if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}

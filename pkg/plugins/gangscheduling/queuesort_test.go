@@ -143,15 +143,43 @@ func TestLessKeptOrdersAgree(t *testing.T) {
 	state.Refresh()
 	check("a2-0 reserved")
 
-	manager.SetPlan(key("b2"), map[types.UID]string{"uid-b2-0": "n2", "uid-b2-1": "n2", "uid-b2-2": "n3"}, now)
+	queued := func(name string) *framework.QueuedPodInfo {
+		t.Helper()
+		p, err := podLister.Pods("ns").Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: now}}
+	}
+	before := func(step, first string, then ...string) {
+		t.Helper()
+		for _, other := range then {
+			if !kept.Less(queued(first), queued(other)) || kept.Less(queued(other), queued(first)) {
+				t.Errorf("%s: %s does not go before %s", step, first, other)
+			}
+		}
+	}
+	// A pod in no gang goes before the members of every gang of its
+	// priority, older gangs too.
+	before("start", "web", "a1-1", "a2-0", "b2-0", "s1")
+
+	manager.SetPlan(key("b2"), map[types.UID]string{"uid-b2-0": "n2", "uid-b2-1": "n2", "uid-b2-2": "n3"}, nil, nil, now)
 	check("b2 placing")
+	// A gang being placed goes before other gangs of its priority, older
+	// ones and gangs of one too; a pod in no gang still goes before it.
+	before("b2 placing", "b2-0", "a1-1", "a2-0", "s1", "s2")
+	before("b2 placing", "web", "b2-0")
 
 	now = now.Add(gang.PlanTTL + time.Second)
 	check("b2's plan expired")
 	kept.orders.compared = ordersRotation - 1
 	check("entries rotated")
 
-	manager.SetPlan(key("a1"), map[types.UID]string{"uid-a1-1": "n2", "uid-a1-2": "n2"}, now)
+	manager.SetPlan(key("a1"), map[types.UID]string{"uid-a1-1": "n2", "uid-a1-2": "n2"}, nil, nil, now)
 	check("a1 placing")
 	manager.DropPlan(key("a1"))
 	check("a1's plan dropped")

@@ -454,13 +454,13 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 		// The gang's queue must be within its ceiling once its own victims
 		// (preemption) are gone and the gang is placed.
 		ownVictims := queue.Vector{}
-		var removed []placement.Removal
+		var removed []placement.PodOnNode
 		for _, u := range us {
 			if u.queue == own {
 				ownVictims.Add(u.usage)
 			}
 			for _, p := range u.pods {
-				removed = append(removed, placement.Removal{Pod: p, Node: p.Spec.NodeName})
+				removed = append(removed, placement.PodOnNode{Pod: p, Node: p.Spec.NodeName})
 			}
 		}
 		after := need.Clone()
@@ -469,11 +469,11 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 		if ok, _ := snap.FitsCeiling(own, after); !ok {
 			return nil, nil
 		}
-		plan, msg, err := pl.placer.Place(ctx, members, removed, st.Placed, st.Spec.MinMember)
+		plan, msg, err := pl.placer.Place(ctx, placement.Trial{Members: members, Removed: removed, Placed: st.Placed, MinMember: st.Spec.MinMember})
 		if err != nil || msg != "" {
 			return nil, err
 		}
-		return plan, nil
+		return plan.Nodes(), nil
 	}
 	var plan map[types.UID]string
 	for _, u := range units {

@@ -121,7 +121,7 @@ kube-scheduler
 {{- end -}}
 {{- $args := list -}}
 {{- if $p.gang.enabled -}}
-{{- $args = append $args (dict "name" "Gang" "args" (dict "defaultScheduleTimeoutSeconds" $p.gang.defaultScheduleTimeoutSeconds)) -}}
+{{- $args = append $args (dict "name" "Gang" "args" (dict "defaultScheduleTimeoutSeconds" $p.gang.defaultScheduleTimeoutSeconds "planStepMilliseconds" $p.gang.planStepMilliseconds)) -}}
 {{- end -}}
 {{- if $queue -}}
 {{- $args = append $args (dict "name" $p.queue.policy "args" (dict "overcommitFactor" $p.queue.overcommitFactor "drfPreemption" $p.queue.drfPreemption)) -}}

@@ -1,0 +1,39 @@
+package validation
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/muster-sched/muster/apis/config"
+)
+
+// TestValidateGangArgs: the Permit timeout and the plan step must each be
+// positive, and each that is not is named.
+func TestValidateGangArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args config.GangArgs
+		want string
+	}{
+		{name: "defaults", args: config.GangArgs{DefaultScheduleTimeoutSeconds: 60, PlanStepMilliseconds: 100}},
+		{name: "no timeout", args: config.GangArgs{PlanStepMilliseconds: 100},
+			want: "gangArgs.defaultScheduleTimeoutSeconds: Invalid value: 0: must be at least 1"},
+		{name: "negative plan step", args: config.GangArgs{DefaultScheduleTimeoutSeconds: 60, PlanStepMilliseconds: -1},
+			want: "gangArgs.planStepMilliseconds: Invalid value: -1: must be at least 1"},
+		{name: "both", args: config.GangArgs{},
+			want: "[gangArgs.defaultScheduleTimeoutSeconds: Invalid value: 0: must be at least 1, gangArgs.planStepMilliseconds: Invalid value: 0: must be at least 1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if err := ValidateGangArgs(field.NewPath("gangArgs"), &tt.args); err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ValidateGangArgs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
