@@ -40,6 +40,8 @@ import (
 // Batch is the batch state of one scheduler.
 type Batch struct {
 	Gangs *gang.Manager
+	// Binds bounds the gang members that write to the API at once.
+	Binds *Binds
 
 	handle   fwk.Handle
 	clients  gang.Clients
@@ -142,7 +144,8 @@ func (p *Process) Batch(ctx context.Context, h fwk.Handle) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Batch{Gangs: m, handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
+	b := &Batch{Gangs: m, Binds: NewBinds(memberBinds), handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
+	m.AddPodHandler(b.Binds.NominationSeen())
 	logger := klog.FromContext(ctx)
 	if err := b.startControllers(ctx, p); err != nil {
 		return nil, err

@@ -34,6 +34,7 @@ type Plugin struct {
 	placer    *placement.Placer
 	batch     *batch.Batch
 	manager   *gang.Manager
+	binds     *batch.Binds
 	timeout   time.Duration
 	// planStep bounds the time a cycle spends on a gang's plan.
 	planStep   time.Duration
@@ -53,6 +54,8 @@ var (
 	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.PreBindPlugin     = &Plugin{}
+	_ fwk.PostBindPlugin    = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 	_ fwk.SignPlugin        = &Plugin{}
 )
@@ -81,6 +84,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 		placer:    &placement.Placer{Handle: h, Framework: fw},
 		batch:     b,
 		manager:   b.Gangs,
+		binds:     b.Binds,
 		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,
 		planStep:  time.Duration(args.PlanStepMilliseconds) * time.Millisecond,
 		now:       time.Now,

@@ -28,6 +28,7 @@ func (pl *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, 
 	if !ok {
 		return
 	}
+	pl.binds.Release(pod.UID)
 	pl.manager.Unreserve(key, pod.UID)
 	pl.releaseWaiting(ctx, key, fmt.Sprintf("member %s was unreserved", pod.Name))
 }
@@ -54,6 +55,54 @@ func (pl *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 	}
 	klog.FromContext(ctx).V(4).Info("Member waits for its gang", "pod", klog.KObj(pod), "gang", key, "placed", s.Placed, "minMember", s.Spec.MinMember)
 	return fwk.NewStatus(fwk.Wait), timeout
+}
+
+// PreBindPreFlight runs in the binding cycle before kube-scheduler writes
+// the pod's NominatedNodeName and waits at Permit. A member that waits
+// there for its gang takes a slot for that write first (see batch.Binds),
+// so that thousands of them do not hold up every other pod's binding;
+// PreBind then has work for it. A member that does not wait (an extra of
+// a gang that runs) binds as any pod does.
+func (pl *Plugin) PreBindPreFlight(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if pl.handle.GetWaitingPod(pod.UID) == nil || !pl.boundTogether(pod) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if err := pl.binds.Acquire(ctx, pod.UID); err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// PreBind lets such a member bind once it holds a slot again: the members
+// of a big gang, allowed together, bind a few at a time, and the binding
+// of other pods goes on between theirs. The slot is given back at PostBind
+// or Unreserve. (PreBindPreFlight runs only where the gate
+// NominatedNodeNameForExpectation is on: PreBind checks again.)
+func (pl *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	if !pl.boundTogether(pod) {
+		return nil
+	}
+	if err := pl.binds.Acquire(ctx, pod.UID); err != nil {
+		return fwk.AsStatus(err)
+	}
+	return nil
+}
+
+// boundTogether reports whether pod is a member of a gang that starts
+// with more than one member: its members are allowed at Permit together.
+// A gang of one (a pod with a queue alone) binds as any pod does.
+func (pl *Plugin) boundTogether(pod *v1.Pod) bool {
+	key, ok := pl.keyOf(pod)
+	if !ok {
+		return false
+	}
+	spec := pl.manager.Status(key).Spec
+	return spec.MinMember > 1 || len(spec.MinTaskMember) > 0
+}
+
+// PostBind gives back the member's binding slot.
+func (pl *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	pl.binds.Release(pod.UID)
 }
 
 func (pl *Plugin) allowWaiting(ctx context.Context, key gang.Key) {
