@@ -203,7 +203,7 @@ func (b *Batch) start(logger klog.Logger) {
 		for _, p := range pending {
 			pods[p.Namespace+"/"+p.Name] = p
 		}
-		logger.V(4).Info("Gang became valid or ready: activating its pending members", "gang", key, "members", len(pods))
+		logger.V(4).Info("Gang became valid, planned or ready: activating its pending members", "gang", key, "members", len(pods))
 		b.handle.Activate(logger, pods)
 	})
 	b.startMu.Lock()

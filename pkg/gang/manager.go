@@ -22,11 +22,11 @@ import (
 	musterlisters "github.com/muster-sched/muster/pkg/generated/listers/scheduling/v1alpha1"
 )
 
-// PlanTTL bounds how long a placement plan is followed without progress:
-// one whose next member is not reserved for this long (a member stuck in
-// backoff, or the scheduler busy with pods in no gang) promises nothing
-// more and is recomputed. A plan that keeps reserving members lives on,
-// however large its gang.
+// PlanTTL bounds how long a placement plan lives without progress (a step
+// of its making, or a member reserved): one that makes none for this long
+// (a member stuck in backoff, or the scheduler busy with pods in no gang)
+// promises nothing more and is made afresh. A plan that keeps making
+// progress lives on, however large its gang.
 const PlanTTL = 10 * time.Second
 
 // Manager holds the state of every gang of the cluster. It is shared by all

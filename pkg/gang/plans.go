@@ -108,7 +108,10 @@ func (g *group) placing(now time.Time) bool {
 
 // SetPlan records where the gang's pending members go, and promises them
 // their room there (see Promised); todo are the members still to be
-// planned, and infos the PodInfos of those planned (see Plan).
+// planned, and infos the PodInfos of those planned (see Plan). The gang's
+// pending members are then activated: the ones rejected while the plan
+// was made wait outside the active queue, and kube-scheduler activates
+// the pods a cycle asks for only when the cycle succeeds.
 func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, infos []fwk.PodInfo, todo []*v1.Pod, now time.Time) {
 	m.mu.Lock()
 	g := m.groupLocked(key)
@@ -121,6 +124,7 @@ func (m *Manager) SetPlan(key Key, nodes map[types.UID]string, infos []fwk.PodIn
 	g.note = ""
 	m.mu.Unlock()
 	m.notify(key, statusChange)
+	go m.wake(key) // takes the scheduling queue's lock: not in the cycle
 }
 
 // DropPlan forgets the gang's plan and the room it promised.

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -254,7 +255,8 @@ func (m *Manager) removeLocked(key Key, uid types.UID) {
 		delete(g.requests, uid)
 	})
 	if g.plan != nil {
-		if _, planned := g.plan.Nodes[uid]; planned {
+		_, planned := g.plan.Nodes[uid]
+		if planned || slices.ContainsFunc(g.plan.Todo, func(p *v1.Pod) bool { return p.UID == uid }) {
 			m.replacePlanLocked(key, g, nil)
 		}
 	}

@@ -61,14 +61,17 @@ func (r *Room) add(o Room, sign int64) {
 }
 
 // FitsBeside reports whether a pod taking r fits on n beside the room
-// promised there: for each resource the pod requests, as NodeResourcesFit
-// counts, and for the pod count.
+// promised there: for the pod count, and each resource the pod requests
+// that is promised, as NodeResourcesFit counts. A resource nothing
+// promises is left to NodeResourcesFit (which ignores some).
 func (r Room) FitsBeside(promised Room, n fwk.NodeInfo) bool {
 	alloc, used := n.GetAllocatable(), n.GetRequested()
 	if int64(len(n.GetPods()))+promised.Pods+r.Pods > int64(alloc.GetAllowedPodNumber()) {
 		return false
 	}
-	over := func(want, used, promised, alloc int64) bool { return want > 0 && used+promised+want > alloc }
+	over := func(want, used, promised, alloc int64) bool {
+		return want > 0 && promised > 0 && used+promised+want > alloc
+	}
 	if over(r.MilliCPU, used.GetMilliCPU(), promised.MilliCPU, alloc.GetMilliCPU()) ||
 		over(r.Memory, used.GetMemory(), promised.Memory, alloc.GetMemory()) ||
 		over(r.EphemeralStorage, used.GetEphemeralStorage(), promised.EphemeralStorage, alloc.GetEphemeralStorage()) {

@@ -70,6 +70,11 @@ func TestPromised(t *testing.T) {
 		{name: "no progress for the TTL", do: func() { m.SetPlan(g, plan, nil, nil, now) }, at: PlanTTL + time.Second, want: nil},
 		{name: "planned again, within the TTL", do: func() { m.SetPlan(g, plan, nil, nil, now) }, at: PlanTTL - time.Second, want: all},
 		{name: "a planned member deleted", do: func() { m.unlistPod(members[2]) }, want: nil},
+		{name: "a plan in the making", do: func() {
+			m.Observe(members[2])
+			m.SetPlan(g, map[types.UID]string{"a": "n1"}, nil, members[1:], now)
+		}, want: map[string]Room{"n1": room(1, 2000, 1)}},
+		{name: "a member still to be planned deleted", do: func() { m.unlistPod(members[2]) }, want: nil},
 	} {
 		if step.do != nil {
 			step.do()
@@ -97,6 +102,7 @@ func TestFitsBeside(t *testing.T) {
 		{"pod count promised", Room{Pods: 1}, Room{Pods: 3}, false},
 		{"gpus promised", Room{Pods: 1, Scalar: gpus(2)}, Room{Pods: 1, Scalar: gpus(2)}, false},
 		{"gpus left", Room{Pods: 1, Scalar: gpus(1)}, Room{Pods: 1, Scalar: gpus(2)}, true},
+		{"a resource nothing promises is left to NodeResourcesFit", Room{Pods: 1, Scalar: gpus(9)}, Room{Pods: 1, MilliCPU: 1000}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := framework.NewNodeInfo(running)

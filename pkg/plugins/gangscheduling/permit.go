@@ -24,11 +24,11 @@ func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 // Permit timed out or was rejected, or binding failed). Its waiting
 // siblings are released at once, and the gang will be planned afresh.
 func (pl *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	pl.binds.Release(pod.UID) // whatever the pod's gang is now
 	key, ok := pl.keyOf(pod)
 	if !ok {
 		return
 	}
-	pl.binds.Release(pod.UID)
 	pl.manager.Unreserve(key, pod.UID)
 	pl.releaseWaiting(ctx, key, fmt.Sprintf("member %s was unreserved", pod.Name))
 }
@@ -62,12 +62,16 @@ func (pl *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 // there for its gang takes a slot for that write first (see batch.Binds),
 // so that thousands of them do not hold up every other pod's binding;
 // PreBind then has work for it. A member that does not wait (an extra of
-// a gang that runs) binds as any pod does.
-func (pl *Plugin) PreBindPreFlight(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+// a gang that runs) binds as any pod does. A member nominated to the node
+// already (by reclaim) has nothing to write until it binds.
+func (pl *Plugin) PreBindPreFlight(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
 	if pl.handle.GetWaitingPod(pod.UID) == nil || !pl.boundTogether(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if err := pl.binds.Acquire(ctx, pod.UID); err != nil {
+	if pod.Status.NominatedNodeName == node {
+		return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+	}
+	if err := pl.binds.Nominating(ctx, pod.UID); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
@@ -76,13 +80,14 @@ func (pl *Plugin) PreBindPreFlight(ctx context.Context, _ fwk.CycleState, pod *v
 // PreBind lets such a member bind once it holds a slot again: the members
 // of a big gang, allowed together, bind a few at a time, and the binding
 // of other pods goes on between theirs. The slot is given back at PostBind
-// or Unreserve. (PreBindPreFlight runs only where the gate
-// NominatedNodeNameForExpectation is on: PreBind checks again.)
+// or Unreserve. Where the gate NominatedNodeNameForExpectation is off,
+// PreBindPreFlight does not run and PreBind runs for every pod: it checks
+// for itself.
 func (pl *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
 	if !pl.boundTogether(pod) {
 		return nil
 	}
-	if err := pl.binds.Acquire(ctx, pod.UID); err != nil {
+	if err := pl.binds.Binding(ctx, pod.UID); err != nil {
 		return fwk.AsStatus(err)
 	}
 	return nil

@@ -11,17 +11,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
 	"github.com/muster-sched/muster/pkg/placement"
 )
 
 // PreFilter decides a gang's placement as a whole. The first member of a
-// gang that is not ready gets a plan for every member still needed, made on
-// this cycle's snapshot; if the gang cannot be placed whole, the member is
-// rejected and nothing is reserved. Members with a plan are filtered on
-// their planned node only.
+// gang that is not ready plans every member still needed, on this cycle's
+// snapshot, or as much of them as one plan step allows (the members tried
+// next go on with it); if the gang cannot be placed whole, the member is
+// rejected and nothing is reserved. Once the plan is whole, members are
+// filtered on their planned node only.
 func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, ok := pl.keyOf(pod)
 	now := pl.now()
@@ -61,8 +61,8 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			planned = append(planned, placement.PodOnNode{Pod: p, Node: nodes[p.UID], Info: info})
 		}
 	} else {
-		// A plan that expired may still hold promises: drop it, or the
-		// trial would count its members twice.
+		// An expired plan promises nothing, but its promises are still
+		// recorded: drop it before planning afresh.
 		pl.manager.DropPlan(key)
 		todo = gang.PickMembers(pod, pl.manager.PendingMembers(key), &s)
 	}
@@ -87,14 +87,12 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		infos = append(infos, p.Info)
 	}
 	todo = todo[len(placed):]
-	pl.manager.SetPlan(key, plan, infos, todo, now)
-	activateSiblings(state, pod, todo)
+	pl.manager.SetPlan(key, plan, infos, todo, now) // activates the pending members
 	if len(todo) > 0 {
 		logger.V(4).Info("Gang placement under way", "gang", key, "planned", len(plan), "todo", len(todo))
 		return nil, waitForPlan(state, key)
 	}
 	logger.V(4).Info("Gang placement planned", "gang", key, "members", len(plan))
-	activateSiblings(state, pod, pl.manager.PendingMembers(key))
 	if node, ok := plan[pod.UID]; ok {
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	}
@@ -109,8 +107,10 @@ type waitMarker struct{}
 
 func (waitMarker) Clone() fwk.StateData { return waitMarker{} }
 
-// waitForPlan rejects a member the plan does not place (an extra member of
-// a gang being placed); it is retried when a sibling binds.
+// waitForPlan rejects a member while its gang's plan is being made, or
+// when the plan does not place it (an extra member of a gang being
+// placed). SetPlan activates the pending members after each step; an
+// extra is retried once the gang is ready (Reserve).
 func waitForPlan(state fwk.CycleState, key gang.Key) *fwk.Status {
 	state.Write(waitForPlanKey, waitMarker{})
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, "waiting for the members planned before this one"))
@@ -140,24 +140,4 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 
 func gangMessage(key gang.Key, msg string) string {
 	return fmt.Sprintf("gang %s/%s: %s", key.Namespace, key.Name, msg)
-}
-
-// activateSiblings moves the planned siblings to the active queue, so that
-// members parked after an earlier rejection follow the plan now.
-func activateSiblings(state fwk.CycleState, pod *v1.Pod, members []*v1.Pod) {
-	c, err := state.Read(framework.PodsToActivateKey)
-	if err != nil {
-		return
-	}
-	s, ok := c.(*framework.PodsToActivate)
-	if !ok {
-		return
-	}
-	s.Lock()
-	defer s.Unlock()
-	for _, p := range members {
-		if p.UID != pod.UID {
-			s.Map[p.Namespace+"/"+p.Name] = p
-		}
-	}
 }
