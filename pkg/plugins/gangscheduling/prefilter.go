@@ -43,7 +43,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if node, planned, hasPlan := pl.manager.PlannedNode(key, pod.UID, now); planned {
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	} else if hasPlan {
-		return nil, waitForPlan(state, key)
+		return nil, waitForPlan(state, key, "waiting for the members planned before this one")
 	}
 	// Every member plans afresh on its own cycle's snapshot. (Rejecting
 	// siblings with the last failure until the cluster changed saved
@@ -90,13 +90,13 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	pl.manager.SetPlan(key, plan, infos, todo, now) // activates the pending members
 	if len(todo) > 0 {
 		logger.V(4).Info("Gang placement under way", "gang", key, "planned", len(plan), "todo", len(todo))
-		return nil, waitForPlan(state, key)
+		return nil, waitForPlan(state, key, fmt.Sprintf("waiting while the gang's plan is made (%d of %d members planned)", len(plan), len(plan)+len(todo)))
 	}
 	logger.V(4).Info("Gang placement planned", "gang", key, "members", len(plan))
 	if node, ok := plan[pod.UID]; ok {
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	}
-	return nil, waitForPlan(state, key)
+	return nil, waitForPlan(state, key, "waiting for the members planned before this one")
 }
 
 // waitForPlanKey marks a cycle in which the pod only waits for its gang's
@@ -111,9 +111,9 @@ func (waitMarker) Clone() fwk.StateData { return waitMarker{} }
 // when the plan does not place it (an extra member of a gang being
 // placed). SetPlan activates the pending members after each step; an
 // extra is retried once the gang is ready (Reserve).
-func waitForPlan(state fwk.CycleState, key gang.Key) *fwk.Status {
+func waitForPlan(state fwk.CycleState, key gang.Key, why string) *fwk.Status {
 	state.Write(waitForPlanKey, waitMarker{})
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, "waiting for the members planned before this one"))
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, why))
 }
 
 // PreFilterExtensions is nil: what Filter reads is fixed for the cycle.
