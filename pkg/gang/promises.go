@@ -140,7 +140,9 @@ func (m *Manager) replacePlanLocked(key Key, g *group, p *Plan) {
 	}
 	p.promises = make(map[types.UID]promise, len(p.Nodes))
 	for uid, node := range p.Nodes {
-		if pod := g.members[uid]; pod != nil && pod.Spec.NodeName == "" {
+		// A member held by a scheduling gate cannot come for its room:
+		// promising it would keep the room idle until the plan expires.
+		if pod := g.members[uid]; pod != nil && pod.Spec.NodeName == "" && len(pod.Spec.SchedulingGates) == 0 {
 			pr := promise{node: node, room: RoomOf(g.requests[uid])}
 			p.promises[uid] = pr
 			m.changePromisedLocked(key, pr, 1)

@@ -75,6 +75,12 @@ func TestPromised(t *testing.T) {
 			m.SetPlan(g, map[types.UID]string{"a": "n1"}, nil, members[1:], now)
 		}, want: map[string]Room{"n1": room(1, 2000, 1)}},
 		{name: "a member still to be planned deleted", do: func() { m.unlistPod(members[2]) }, want: nil},
+		{name: "a gated member", do: func() {
+			gated := st.MakePod().Namespace("ns").Name("d").UID("d").Req(map[v1.ResourceName]string{v1.ResourceCPU: "2"}).
+				Label(v1alpha1.LabelPodGroup, "g").Label(v1alpha1.LabelMinAvailable, "3").SchedulingGates([]string{"example.com/hold"}).Obj()
+			m.Observe(gated)
+			m.SetPlan(g, map[types.UID]string{"a": "n1", "d": "n4"}, nil, nil, now)
+		}, want: map[string]Room{"n1": room(1, 2000, 1)}},
 	} {
 		if step.do != nil {
 			step.do()
