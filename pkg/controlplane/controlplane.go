@@ -248,9 +248,8 @@ func waitEstablished(ctx context.Context, client apiextensionsclient.Interface, 
 					if r.Name == crd.Spec.Names.Plural {
 						// And the whole handler chain must serve it: the
 						// apiserver's peer proxy keeps its own discovery
-						// cache and answers 503 with a Retry-After of 1 s
-						// until that cache has the resource, which held
-						// the scheduler's first list of it back a second.
+						// cache and answers 503 (retry later) until that
+						// cache has the resource.
 						err := client.Discovery().RESTClient().Get().AbsPath("/apis", gv, crd.Spec.Names.Plural).
 							Param("limit", "1").Do(ctx).Error()
 						return err == nil, nil

@@ -45,13 +45,11 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	} else if hasPlan {
 		return nil, waitForPlan(state, key, "waiting for the members planned before this one")
 	}
-	// Every member plans afresh on its own cycle's snapshot. (Rejecting
-	// siblings with the last failure until the cluster changed saved
-	// trials, but left siblings that were waiting in the active queue when
-	// room was freed rejected on stale grounds, with no event left to
-	// retry them.) A plan that takes longer than the plan step is made over
-	// several members' cycles, so that pods in no gang are scheduled in
-	// between; the room planned so far is promised meanwhile.
+	// Every member plans afresh on its own cycle's snapshot: a sibling
+	// rejected on an earlier failure could wait on stale grounds, with no
+	// event left to retry it. A plan that takes longer than the plan step
+	// is made over several members' cycles, so that pods in no gang are
+	// scheduled in between; the room planned so far is promised meanwhile.
 	nodes, infos, todo, unfinished := pl.manager.UnfinishedPlan(key, now)
 	var planned []placement.PodOnNode
 	if unfinished {
