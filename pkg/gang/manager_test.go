@@ -63,6 +63,48 @@ func TestShortGangInvalid(t *testing.T) {
 	}
 }
 
+// TestObserveWakesRefusedMembers: the member whose Observe makes its gang
+// valid wakes the members refused before it, once, even when nothing else
+// will tell the Manager of it (a scheduling gate holds it back after
+// PreEnqueue).
+func TestObserveWakesRefusedMembers(t *testing.T) {
+	m := newTestManager(t)
+	woken := make(chan []string, 4)
+	m.OnWake(func(_ Key, pending []*v1.Pod) {
+		var names []string
+		for _, p := range pending {
+			names = append(names, p.Name)
+		}
+		woken <- names
+	})
+	member := func(name string) *v1.Pod {
+		return st.MakePod().Namespace("ns").Name(name).UID(name).
+			Label(v1alpha1.LabelPodGroup, "g").Label(v1alpha1.LabelMinAvailable, "2").Obj()
+	}
+	for _, step := range []struct {
+		name  string
+		pod   *v1.Pod
+		valid bool
+		want  []string
+	}{
+		{name: "first of two, refused", pod: member("a")},
+		{name: "second makes the gang valid", pod: member("b"), valid: true, want: []string{"a", "b"}},
+		{name: "observed again", pod: member("b"), valid: true},
+	} {
+		if _, invalid, _ := m.Observe(step.pod); (invalid == "") != step.valid {
+			t.Fatalf("%s: invalid = %q", step.name, invalid)
+		}
+		var got []string
+		select {
+		case got = <-woken:
+		case <-time.After(200 * time.Millisecond):
+		}
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Errorf("%s: woken (-want +got):\n%s", step.name, diff)
+		}
+	}
+}
+
 // TestPlanLivesWhileItProgresses: a plan is followed for PlanTTL after it
 // last reserved a member, not after it was made, so a large gang whose
 // members take longer than that to reserve keeps its plan.

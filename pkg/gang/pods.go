@@ -66,7 +66,10 @@ func (m *Manager) trimTerminated(obj any) (any, error) {
 //
 // It returns why the gang, with the pod in it, is invalid ("" when it is
 // valid). A gang invalid now is remembered, so that its refused members
-// are woken once it turns valid.
+// are woken once it turns valid. The pod that makes it valid wakes them
+// itself: another PreEnqueue plugin (a scheduling gate) may still hold
+// that pod back, and the Manager's informer, bringing the version
+// observed here, then sees nothing new.
 func (m *Manager) Observe(pod *v1.Pod) (key Key, invalid string, ok bool) {
 	key, ok, c := m.upsert(pod)
 	if !ok {
@@ -74,11 +77,17 @@ func (m *Manager) Observe(pod *v1.Pod) (key Key, invalid string, ok bool) {
 	}
 	m.mu.Lock()
 	invalid = m.invalidLocked(key)
+	wake := invalid == "" && m.refused[key]
 	if invalid != "" {
 		m.refused[key] = true
+	} else {
+		delete(m.refused, key)
 	}
 	m.mu.Unlock()
 	m.notifyChange(key, c)
+	if wake {
+		go m.wake(key)
+	}
 	return key, invalid, true
 }
 
