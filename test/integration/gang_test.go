@@ -388,14 +388,7 @@ func TestGangTimeout(t *testing.T) {
 	e.create(e.pod("plain-0", map[v1.ResourceName]string{v1.ResourceCPU: "4"}))
 	e.waitBoundWithin(2*time.Second, "plain-0")
 	// Lift the gate: with one node left, the gang still cannot bind…
-	held, err := cluster.Client.CoreV1().Pods(e.ns).Get(e.ctx, "gated-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held.Spec.SchedulingGates = nil
-	if _, err := cluster.Client.CoreV1().Pods(e.ns).Update(e.ctx, held, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.liftSchedulingGates("gated-1")
 	e.staysUnbound(time.Second, "gated-0", "gated-1")
 	// …until the plain pod goes.
 	if err := cluster.Client.CoreV1().Pods(e.ns).Delete(e.ctx, "plain-0", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
