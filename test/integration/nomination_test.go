@@ -42,7 +42,13 @@ func TestGangNominationGate(t *testing.T) {
 				c := scheduledCondition(s)
 				return c != nil && strings.HasPrefix(c.Message, "1 of minMember 2 placed")
 			})
-			nominated := e.waitNominated("gated-0", time.Second)
+			// Long enough for a write that must come, to return once it has;
+			// a second for one that must not.
+			within := time.Second
+			if on {
+				within = 10 * time.Second
+			}
+			nominated := e.waitNominated("gated-0", within)
 			if on && nominated == "" {
 				t.Error("gated-0 waits at Permit with no NominatedNodeName; kube-scheduler writes it with the gate on")
 			}
