@@ -33,7 +33,8 @@ import (
 // the gang state afresh order every pair of pending pods alike, after each
 // change that moves the order — a reservation, a plan made, expired and
 // dropped, a node added, a member bound, a pod deleted, and the entries'
-// rotation.
+// rotation. After each, Less is also checked to be a strict order over
+// every triple of pending pods.
 func TestLessKeptOrdersAgree(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -121,6 +122,25 @@ func TestLessKeptOrdersAgree(t *testing.T) {
 		}
 		if pairs := 2 * len(infos) * (len(infos) - 1) / 2; before != pairs {
 			t.Errorf("%s: %d of %d pairs ordered one way: Less is not a strict order over the pending pods", step, before, pairs)
+		}
+		// The heap needs a transitive order: a before b before c puts a
+		// before c, in every triple.
+		less := make([][]bool, len(infos))
+		for i, a := range infos {
+			less[i] = make([]bool, len(infos))
+			for j, b := range infos {
+				less[i][j] = fresh.Less(a, b)
+			}
+		}
+		for i := range infos {
+			for j := range infos {
+				for k := range infos {
+					if less[i][j] && less[j][k] && !less[i][k] {
+						t.Errorf("%s: %s before %s before %s, but not %s before %s", step,
+							infos[i].Pod.Name, infos[j].Pod.Name, infos[k].Pod.Name, infos[i].Pod.Name, infos[k].Pod.Name)
+					}
+				}
+			}
 		}
 	}
 	key := func(name string) gang.Key { return gang.Key{Family: gang.FamilyMuster, Namespace: "ns", Name: name} }
