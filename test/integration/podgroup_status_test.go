@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/simulator"
@@ -72,11 +73,9 @@ func TestPodGroupStatus(t *testing.T) {
 	e.startScheduler(gangConfig(t))
 	e.podGroup("train", v1alpha1.PodGroupSpec{MinMember: 3})
 	labels := map[string]string{v1alpha1.LabelPodGroup: "train"}
-	member := func(name string) *v1.Pod {
-		p := e.member(name, "3", labels)
-		p.Annotations = map[string]string{simulator.AnnotationRunTime: "1s"}
-		return p
-	}
+	// The members run until the test ends them: a run time would race the
+	// poll that must see the gang Running.
+	member := func(name string) *v1.Pod { return e.member(name, "3", labels) }
 	e.create(member("train-0"), member("train-1"))
 
 	e.waitPodGroup("train", "Pending: too few members", func(s *v1alpha1.PodGroupStatus) bool {
@@ -104,6 +103,7 @@ func TestPodGroupStatus(t *testing.T) {
 		c := scheduledCondition(s)
 		return s.Phase == v1alpha1.PodGroupRunning && s.Scheduled == 3 && c != nil && c.Status == metav1.ConditionTrue
 	})
+	e.succeed("train-0", "train-1", "train-2")
 	pg := e.waitPodGroup("train", "Completed", func(s *v1alpha1.PodGroupStatus) bool {
 		return s.Phase == v1alpha1.PodGroupCompleted && s.Succeeded == 3
 	})
@@ -111,6 +111,25 @@ func TestPodGroupStatus(t *testing.T) {
 		t.Errorf("observedGeneration %d, generation %d", pg.Status.ObservedGeneration, pg.Generation)
 	}
 	e.waitEvent("train", "Completed", "phase Running -> Completed")
+}
+
+// succeed ends the pods as their kubelet would when they exit 0.
+func (e *env) succeed(names ...string) {
+	e.t.Helper()
+	for _, name := range names {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := cluster.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Status.Phase = v1.PodSucceeded
+			_, err = cluster.Client.CoreV1().Pods(e.ns).UpdateStatus(e.ctx, p, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
 }
 
 // TestLabelGroupEvents: a gang with no PodGroup says why it waits in Events
