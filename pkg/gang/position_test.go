@@ -15,13 +15,15 @@ func BenchmarkPosition(b *testing.B) {
 	for _, size := range []int{8, 5000} {
 		m, key, pods := benchGang(b, size)
 		g := m.groups[key]
-		for _, afresh := range []bool{false, true} {
-			name := map[bool]string{false: "kept", true: "afresh"}[afresh]
-			b.Run(fmt.Sprintf("members=%d/%s", size, name), func(b *testing.B) {
+		for _, tc := range []struct {
+			name   string
+			afresh bool
+		}{{"kept", false}, {"afresh", true}} {
+			b.Run(fmt.Sprintf("members=%d/%s", size, tc.name), func(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					if afresh {
+					if tc.afresh {
 						g.ranks.Store(nil)
 						g.createdAt.Store(nil)
 					}
