@@ -19,10 +19,13 @@ import (
 )
 
 // cluster sums, from the scheduler's own informers, the allocatable of
-// ready schedulable nodes and the requests of every bound, unfinished pod,
-// and of those in no gang and no queue (unmanaged) apart. Both sums come
-// from one informer: a pod bound a moment ago is never counted as
-// unmanaged because the gang state has not seen it yet.
+// ready schedulable nodes (the counted nodes), and the requests of every
+// bound, unfinished pod on them, and of those in no gang and no queue
+// (unmanaged) apart. Both sums come from one informer: a pod bound a
+// moment ago is never counted as unmanaged because the gang state has not
+// seen it yet. A pod on a node that is not counted (deleted under it,
+// cordoned, not ready) is in neither sum: its node's allocatable is not
+// in the total it would be taken from.
 type cluster struct {
 	mu          sync.Mutex
 	nodes       map[string]Vector
@@ -30,6 +33,9 @@ type cluster struct {
 	allocatable sum
 	used        sum
 	unmanaged   sum
+	// on holds the requests of the pods bound to each node, counted or
+	// not: what the sums gain and lose when the node is.
+	on map[string]*nodePods
 	// generation counts the changes of allocatable and unmanaged, from
 	// which the queues' total is computed.
 	generation uint64
@@ -48,8 +54,15 @@ type cluster struct {
 }
 
 type boundPod struct {
+	node      string
 	requests  Vector
 	unmanaged bool
+}
+
+// nodePods sums the requests of a node's bound pods.
+type nodePods struct {
+	used, unmanaged Vector
+	count           int
 }
 
 // sum is a vector that totals hands out to be read without the lock: a
@@ -76,7 +89,7 @@ func (s *sum) share() Vector {
 
 func newCluster(f informers.SharedInformerFactory, gangs *gang.Manager, freed func()) (*cluster, error) {
 	c := &cluster{
-		nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, seen: map[string]bool{},
+		nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, seen: map[string]bool{}, on: map[string]*nodePods{},
 		allocatable: sum{v: Vector{}}, used: sum{v: Vector{}}, unmanaged: sum{v: Vector{}},
 		keyOf: gangs.KeyOf, freed: freed,
 	}
@@ -164,13 +177,25 @@ func (c *cluster) updateNode(name string, v Vector) (offers bool) {
 	c.generation++
 	if had {
 		c.allocatable.own().Sub(old)
+		c.countPodsLocked(name, -1)
 		delete(c.nodes, name)
 	}
 	if v != nil {
 		c.nodes[name] = v
 		c.allocatable.own().Add(v)
+		c.countPodsLocked(name, 1)
 	}
 	return v != nil
+}
+
+// countPodsLocked adds (sign 1) or takes out (−1) the requests of the
+// node's pods from the sums, as the node enters or leaves the count.
+// c.mu held.
+func (c *cluster) countPodsLocked(node string, sign int64) {
+	if np := c.on[node]; np != nil {
+		addScaled(c.used.own(), np.used, sign)
+		addScaled(c.unmanaged.own(), np.unmanaged, sign)
+	}
 }
 
 func (c *cluster) deleteNode(obj any) {
@@ -188,6 +213,7 @@ func (c *cluster) deleteNode(obj any) {
 	if old, ok := c.nodes[n.Name]; ok {
 		c.generation++
 		c.allocatable.own().Sub(old)
+		c.countPodsLocked(n.Name, -1)
 		delete(c.nodes, n.Name)
 	}
 }
@@ -218,10 +244,10 @@ func (c *cluster) setPod(obj any) {
 	var b boundPod
 	if bound {
 		_, managed := c.keyOf(p)
-		b = boundPod{requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
+		b = boundPod{node: p.Spec.NodeName, requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
 	}
 	c.mu.Lock()
-	if old, ok := c.pods[p.UID]; ok && bound && old.unmanaged == b.unmanaged && old.requests.Equal(b.requests) {
+	if old, ok := c.pods[p.UID]; ok && bound && old.node == b.node && old.unmanaged == b.unmanaged && old.requests.Equal(b.requests) {
 		c.mu.Unlock()
 		return // a status update of a running pod: most pod events
 	}
@@ -234,11 +260,33 @@ func (c *cluster) setPod(obj any) {
 	}()
 	if bound {
 		c.pods[p.UID] = b
-		c.used.own().Add(b.requests)
-		if b.unmanaged {
-			c.generation++
-			c.unmanaged.own().Add(b.requests)
-		}
+		c.placeLocked(b, 1)
+	}
+}
+
+// placeLocked adds (sign 1) or takes out (−1) a bound pod's requests:
+// from its node's, and from the sums while its node is counted. c.mu held.
+func (c *cluster) placeLocked(b boundPod, sign int64) {
+	np := c.on[b.node]
+	if np == nil {
+		np = &nodePods{used: Vector{}, unmanaged: Vector{}}
+		c.on[b.node] = np
+	}
+	np.count += int(sign)
+	addScaled(np.used, b.requests, sign)
+	if b.unmanaged {
+		addScaled(np.unmanaged, b.requests, sign)
+	}
+	if np.count == 0 {
+		delete(c.on, b.node)
+	}
+	if _, counted := c.nodes[b.node]; !counted {
+		return
+	}
+	addScaled(c.used.own(), b.requests, sign)
+	if b.unmanaged {
+		c.generation++
+		addScaled(c.unmanaged.own(), b.requests, sign)
 	}
 }
 
@@ -248,11 +296,7 @@ func (c *cluster) removePodLocked(uid types.UID) bool {
 	if !ok {
 		return false
 	}
-	c.used.own().Sub(old.requests)
-	if old.unmanaged {
-		c.generation++
-		c.unmanaged.own().Sub(old.requests)
-	}
+	c.placeLocked(old, -1)
 	delete(c.pods, uid)
 	return true
 }
