@@ -23,21 +23,30 @@ const wakeInterval = 50 * time.Millisecond
 // but the accounting takes the same events in from Muster's own informers,
 // which may lag: a gang retried first would be refused on the old figures,
 // and then wait for the scheduling queue's periodic flush.
+//
+// Under Proportion it also retries them when room no queue claims appears
+// (queue.Snapshot.Unclaimed grew: a queue filled its share, say), which
+// the queue that waits may borrow; the scheduling queue has no event for
+// that.
 func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
 	logger := klog.FromContext(ctx)
+	var unclaimed queue.Vector
+	changed := s.Changed()
+	if s.Policy() != queue.Proportion {
+		changed = nil // only Proportion lends
+	}
 	for {
+		wake := true
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.Freed():
+		case <-changed:
+			now := s.Refresh().Unclaimed()
+			wake, unclaimed = now.Grew(unclaimed), now
 		}
-		if waiters := b.Gangs.QueueWaiters(); len(waiters) > 0 {
-			pods := make(map[string]*v1.Pod, len(waiters))
-			for _, p := range waiters {
-				pods[p.Namespace+"/"+p.Name] = p
-			}
-			logger.V(4).Info("Queue accounting may have room: retrying the gangs that wait for their queue", "gangs", len(pods))
-			b.handle.Activate(logger, pods)
+		if wake {
+			b.activateQueueWaiters(logger)
 		}
 		select {
 		case <-ctx.Done():
@@ -45,6 +54,21 @@ func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
 		case <-time.After(wakeInterval):
 		}
 	}
+}
+
+// activateQueueWaiters moves the gangs that wait for their queue to the
+// scheduling queue's active queue.
+func (b *Batch) activateQueueWaiters(logger klog.Logger) {
+	waiters := b.Gangs.QueueWaiters()
+	if len(waiters) == 0 {
+		return
+	}
+	pods := make(map[string]*v1.Pod, len(waiters))
+	for _, p := range waiters {
+		pods[p.Namespace+"/"+p.Name] = p
+	}
+	logger.V(4).Info("Queue accounting may have room: retrying the gangs that wait for their queue", "gangs", len(pods))
+	b.handle.Activate(logger, pods)
 }
 
 // queueSpecChanged tells s of Queues added, deleted or whose spec changed

@@ -2,9 +2,7 @@ package queue
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -32,13 +30,18 @@ type State struct {
 	queues     musterlisters.QueueLister
 	cluster    *cluster
 	// freed receives, coalesced, when the accounting may have room for a
-	// gang it refused (see Freed).
-	freed chan struct{}
+	// gang it refused (see Freed); changed when a gang's usage changed (see
+	// Changed).
+	freed, changed chan struct{}
 
 	mu sync.Mutex
 	// admitted holds the gangs admitted by their queue that have no member
 	// placed yet; a gang with a placed member counts as admitted without.
 	admitted map[gang.Key]bool
+	// blocked holds the gangs whose last placement attempt showed they
+	// cannot be placed, even by reclaim, until they are tried again: they
+	// claim no room under their queue's share (see Snapshot.Lends).
+	blocked map[gang.Key]bool
 	// dirty holds the gangs changed since the last refresh.
 	dirty map[gang.Key]bool
 	// contrib is each gang's last computed contribution; usage their sums
@@ -81,6 +84,9 @@ type Snapshot struct {
 	Allocatable Vector
 	Used        Vector // requests of every bound pod
 	state       *State
+	// lending is computed on first use (see Lends).
+	lendingOnce sync.Once
+	lending     lending
 }
 
 // GangFigures are one gang's place in the accounting. Values are never modified
@@ -97,6 +103,12 @@ type GangFigures struct {
 	// gang holds, not what it is being given while it is placed, so that
 	// the order of a gang does not change under its members' feet.
 	DominantShare float64
+	// Next is the least the gang must be given to move on (see nextNeed);
+	// nil when nothing of it is pending.
+	Next Vector
+	// Blocked says that its last placement attempt showed it cannot be
+	// placed now, even by reclaim.
+	Blocked bool
 }
 
 // Gang returns a gang's figures, or nil for a gang not accounted yet.
@@ -117,14 +129,14 @@ func (snap *Snapshot) RangeGangs(f func(gang.Key, *GangFigures) bool) {
 // the scheduler's node informer; it takes the scheduler's pods from the
 // gang state (AddPodHandler).
 func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues musterlisters.QueueLister, schedulerInformers informers.SharedInformerFactory) (*State, error) {
-	freed := make(chan struct{}, 1)
+	freed, changed := make(chan struct{}, 1), make(chan struct{}, 1)
 	c, err := newCluster(schedulerInformers, gangs, func() { signal(freed) })
 	if err != nil {
 		return nil, err
 	}
 	s := &State{
-		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, freed: freed,
-		admitted: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
+		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, freed: freed, changed: changed,
+		admitted: map[gang.Key]bool{}, blocked: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
 		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, moved: map[string]bool{},
 	}
 	gangs.OnUsageChange(s.markDirty)
@@ -144,6 +156,7 @@ func (s *State) markDirty(key gang.Key) {
 	s.mu.Lock()
 	s.dirty[key] = true
 	s.mu.Unlock()
+	signal(s.changed)
 }
 
 // Policy returns the policy in force.
@@ -276,6 +289,7 @@ func (s *State) refreshGang(key gang.Key) {
 			delete(s.contrib, key)
 		}
 		delete(s.admitted, key)
+		delete(s.blocked, key)
 		delete(s.rehomed, key)
 		s.figures.Delete(key)
 		return
@@ -296,6 +310,7 @@ func (s *State) refreshGang(key gang.Key) {
 	}
 	g := &GangFigures{Queue: q, MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Ready: st.Ready(), Priority: st.Priority}
 	g.Admitted = s.admitted[key] || st.Placed > 0
+	g.Next, g.Blocked = nextNeed(&st, g.Admitted), s.blocked[key]
 	if st.Placed > 0 {
 		delete(s.admitted, key) // placed members keep it admitted now
 	}
@@ -407,146 +422,4 @@ func dominantShareOf(allocated v1.ResourceList, total Vector) float64 {
 		}
 	}
 	return share
-}
-
-// ancestry returns the queue and its ancestors, nearest first.
-func (snap *Snapshot) ancestry(name string) []*Figures {
-	var out []*Figures
-	for cur := name; cur != ""; {
-		f, ok := snap.Queues[cur]
-		if !ok || slices.Contains(out, f) {
-			break // a loop is reported, as Invalid, on its queues
-		}
-		out = append(out, f)
-		if f.Invalid != "" {
-			break // placed at the top
-		}
-		cur = f.Parent
-	}
-	return out
-}
-
-// Admit decides whether a valid gang may start (Volcano's enqueue): its
-// queue must be an open leaf and minResources + allocated + inqueue −
-// elastic must fit the ceiling of the queue and every ancestor, and the
-// cluster must not be committed beyond the overcommit factor. An admitted
-// gang's minResources count as inqueue until it runs; it stays admitted
-// until then unless a placement attempt shows it cannot fit (Release).
-//
-// Unlike Volcano, which admits against realCapability, the ceiling here is
-// the policy's placement ceiling (deserved under proportion): a gang the
-// queue cannot start now is not admitted, so work beyond a queue's share
-// never sits in inqueue, where the overcommit check would count it against
-// every other queue.
-//
-// A gang of one pod is checked but not recorded as admitted: nothing of it
-// counts as inqueue.
-func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
-	g := snap.Gang(st.Key)
-	if g == nil {
-		return false, "the gang is not known to the queue accounting yet"
-	}
-	if g.Admitted {
-		return true, ""
-	}
-	chain := snap.ancestry(g.Queue)
-	if len(chain) == 0 {
-		return false, fmt.Sprintf("queue %s does not exist", g.Queue)
-	}
-	leaf := chain[0]
-	switch {
-	case leaf.Invalid != "":
-		return false, fmt.Sprintf("queue %s: %s", leaf.Name, leaf.Invalid)
-	case !leaf.IsLeaf():
-		return false, fmt.Sprintf("queue %s has child queues; gangs belong in leaf queues", leaf.Name)
-	}
-	for _, f := range chain {
-		if f.Closed {
-			return false, fmt.Sprintf("queue %s is closed", f.Name)
-		}
-	}
-	for _, f := range chain {
-		// allocated + inqueue − elastic + minResources ≤ ceiling, in every
-		// dimension the ceiling names (a dimension it does not name is
-		// unlimited).
-		ceiling := snap.Ceiling(f)
-		r := firstOver(ceiling, func(k v1.ResourceName) bool {
-			c := f.Allocated[k] + f.Inqueue[k] - f.Elastic[k] + g.MinResources[k]
-			return c > 0 && c > ceiling[k]
-		})
-		if r != "" {
-			return false, fmt.Sprintf("queue %s: %s %s allocated+inqueue of %s %s, gang needs %s", f.Name, r,
-				Format(r, f.Allocated[r]+f.Inqueue[r]-f.Elastic[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, g.MinResources[r]))
-		}
-	}
-	if ok, r := s.overcommitted(g, snap); !ok {
-		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
-	}
-	if st.Spec.MinMember <= 1 && len(st.Spec.MinTaskMember) == 0 {
-		// A gang of one starts with its single placement, checked against
-		// the ceiling right after: holding its minimum as inqueue would
-		// only keep the queue's other pods out while this one waits in
-		// backoff for room.
-		return true, ""
-	}
-	s.mu.Lock()
-	s.admitted[st.Key] = true
-	s.dirty[st.Key] = true
-	s.mu.Unlock()
-	admitted := *g
-	admitted.Admitted = true
-	s.figures.Store(st.Key, &admitted)
-	return true, ""
-}
-
-// overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used.
-// Dimensions no node offers are not limited here.
-func (s *State) overcommitted(g *GangFigures, snap *Snapshot) (bool, v1.ResourceName) {
-	r := firstOver(g.MinResources, func(k v1.ResourceName) bool {
-		a, ok := snap.Allocatable[k]
-		if !ok || g.MinResources[k] <= 0 {
-			return false
-		}
-		limit := int64(s.overcommit*float64(a)) - snap.Used[k]
-		for _, f := range snap.Queues {
-			if f.IsLeaf() {
-				limit -= f.Inqueue[k]
-			}
-		}
-		return g.MinResources[k] > limit
-	})
-	return r == "", r
-}
-
-// Ceiling returns the most a queue may hold under the policy: deserved for
-// proportion, realCapability for capacity.
-func (snap *Snapshot) Ceiling(f *Figures) Vector {
-	if snap.Policy == Capacity {
-		return f.RealCapability
-	}
-	return f.Deserved
-}
-
-func (snap *Snapshot) ceilingName() string {
-	if snap.Policy == Capacity {
-		return "realCapability"
-	}
-	return "deserved"
-}
-
-// FitsCeiling reports whether the queue of a gang, and every ancestor, can
-// take need more without going over its ceiling.
-func (snap *Snapshot) FitsCeiling(queue string, need Vector) (bool, string) {
-	for _, f := range snap.ancestry(queue) {
-		// A dimension the ceiling does not name has none of it.
-		ceiling := snap.Ceiling(f)
-		r := firstOver(need, func(r v1.ResourceName) bool {
-			return need[r] > 0 && f.Allocated[r]+need[r] > ceiling[r]
-		})
-		if r != "" {
-			return false, fmt.Sprintf("queue %s: %s %s/%s %s, needs %s more", f.Name, r,
-				Format(r, f.Allocated[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, need[r]))
-		}
-	}
-	return true, ""
 }

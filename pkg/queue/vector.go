@@ -107,6 +107,16 @@ func (v Vector) Fits(limit Vector) (bool, v1.ResourceName) {
 	return k == "", k
 }
 
+// Grew reports whether v is positive and above was in some dimension.
+func (v Vector) Grew(was Vector) bool {
+	for k, n := range v {
+		if n > 0 && n > was[k] {
+			return true
+		}
+	}
+	return false
+}
+
 // firstOver returns the first dimension of names, by name, for which over
 // holds, or "" when it holds for none. It sorts, and so allocates, only
 // when there is one: admission and the ceiling pass on every scheduling

@@ -16,28 +16,54 @@ func (s *State) Freed() <-chan struct{} { return s.freed }
 // had its spec changed.
 func (s *State) QueuesChanged() { signal(s.freed) }
 
-// Release gives back the admission of a gang that has not started: a
-// placement attempt showed that it cannot fit, even by reclaim, and its
-// minimum must not hold its queue's ceiling and the overcommit limit while
-// it waits. It is admitted again, if its queue still can, the next time it
-// is tried.
+// Changed receives, coalesced, when some gang's usage changed: a member
+// placed, bound, finished or gone. Room no queue can claim may have
+// appeared (see Snapshot.Unclaimed).
+func (s *State) Changed() <-chan struct{} { return s.changed }
+
+// Release records that a placement attempt showed the gang cannot be
+// placed now, even by reclaim: until it is tried again (Retry) it claims
+// no room under its queue's share, so other queues may borrow that room
+// (see Lends). A gang that has not started also gives back its admission:
+// its minimum must not hold its queue's ceiling and the overcommit limit
+// while it waits. It is admitted again, if its queue still can, the next
+// time it is tried.
 func (s *State) Release(key gang.Key) {
 	s.mu.Lock()
 	// A gang with a member placed (reserved or bound) has started: it
 	// stays admitted by that member.
 	released := s.admitted[key] && s.gangs.Status(key).Placed == 0
+	blocked := !s.blocked[key]
 	if released {
 		delete(s.admitted, key)
 		s.dirty[key] = true
-		if v, ok := s.figures.Load(key); ok {
-			g := *v.(*GangFigures)
-			g.Admitted = false
-			s.figures.Store(key, &g)
-		}
+	}
+	s.blocked[key] = true
+	if v, ok := s.figures.Load(key); ok && (released || blocked) {
+		g := *v.(*GangFigures)
+		g.Admitted = g.Admitted && !released
+		g.Blocked = true
+		s.figures.Store(key, &g)
 	}
 	s.mu.Unlock()
-	if released {
+	if released || blocked {
 		signal(s.freed)
+	}
+}
+
+// Retry records that the gang is being tried again: it claims its room
+// under its queue's share again.
+func (s *State) Retry(key gang.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.blocked[key] {
+		return
+	}
+	delete(s.blocked, key)
+	if v, ok := s.figures.Load(key); ok {
+		g := *v.(*GangFigures)
+		g.Blocked = false
+		s.figures.Store(key, &g)
 	}
 }
 

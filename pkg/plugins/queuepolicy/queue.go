@@ -153,13 +153,15 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if st.Invalid != "" {
 		return nil, fwk.NewStatus(fwk.Skip) // Gang says why
 	}
+	pl.state.Retry(key)
 	snap := pl.state.Refresh()
 	if ok, why := pl.state.Admit(&st, snap); !ok {
 		klog.FromContext(ctx).V(3).Info("Gang not admitted", "gang", key, "reason", why)
 		pl.gangs.SetWaiting(key, why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 	}
-	if ok, why := snap.FitsCeiling(snap.QueueOf(&st), need(&st, pl.requests(key, pod))); !ok {
+	q, n := snap.QueueOf(&st), need(&st, pl.requests(key, pod))
+	if ok, why := snap.FitsCeiling(q, n); !ok && !snap.Lends(q, n, held(&st, snap, n), false) {
 		// Unresolvable by stock preemption: evicting another pod from a
 		// node never raises this queue's ceiling.
 		pl.gangs.SetWaiting(key, why)
@@ -193,6 +195,16 @@ func need(st *gang.Status, requests v1.ResourceList) queue.Vector {
 		}
 	}
 	return n
+}
+
+// held is the part of need already admitted to the gang: all of it while
+// an admitted gang is placed up to its minimum (its queue's inqueue holds
+// that room for it), none after.
+func held(st *gang.Status, snap *queue.Snapshot, need queue.Vector) queue.Vector {
+	if g := snap.Gang(st.Key); g != nil && g.Admitted && !st.Ready() && st.Spec.MinMember > 1 {
+		return need
+	}
+	return nil
 }
 
 // PreFilterExtensions is nil: the plugin keeps no per-node state.

@@ -1,0 +1,160 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/pkg/gang"
+)
+
+// ancestry returns the queue and its ancestors, nearest first.
+func (snap *Snapshot) ancestry(name string) []*Figures {
+	var out []*Figures
+	for cur := name; cur != ""; {
+		f, ok := snap.Queues[cur]
+		if !ok || slices.Contains(out, f) {
+			break // a loop is reported, as Invalid, on its queues
+		}
+		out = append(out, f)
+		if f.Invalid != "" {
+			break // placed at the top
+		}
+		cur = f.Parent
+	}
+	return out
+}
+
+// Admit decides whether a valid gang may start (Volcano's enqueue): its
+// queue must be an open leaf and minResources + allocated + inqueue −
+// elastic must fit the ceiling of the queue and every ancestor, and the
+// cluster must not be committed beyond the overcommit factor. An admitted
+// gang's minResources count as inqueue until it runs; it stays admitted
+// until then unless a placement attempt shows it cannot fit (Release).
+//
+// Unlike Volcano, which admits against realCapability, the ceiling here is
+// the policy's placement ceiling (deserved under proportion): a gang the
+// queue cannot start now is not admitted, so work beyond a queue's share
+// never sits in inqueue, where the overcommit check would count it against
+// every other queue.
+//
+// A gang of one pod is checked but not recorded as admitted: nothing of it
+// counts as inqueue.
+func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
+	g := snap.Gang(st.Key)
+	if g == nil {
+		return false, "the gang is not known to the queue accounting yet"
+	}
+	if g.Admitted {
+		return true, ""
+	}
+	chain := snap.ancestry(g.Queue)
+	if len(chain) == 0 {
+		return false, fmt.Sprintf("queue %s does not exist", g.Queue)
+	}
+	leaf := chain[0]
+	switch {
+	case leaf.Invalid != "":
+		return false, fmt.Sprintf("queue %s: %s", leaf.Name, leaf.Invalid)
+	case !leaf.IsLeaf():
+		return false, fmt.Sprintf("queue %s has child queues; gangs belong in leaf queues", leaf.Name)
+	}
+	for _, f := range chain {
+		if f.Closed {
+			return false, fmt.Sprintf("queue %s is closed", f.Name)
+		}
+	}
+	if why := snap.overCeiling(chain, g.MinResources); why != "" && !snap.Lends(g.Queue, g.MinResources, nil, true) {
+		return false, why
+	}
+	if ok, r := s.overcommitted(g, snap); !ok {
+		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
+	}
+	if st.Spec.MinMember <= 1 && len(st.Spec.MinTaskMember) == 0 {
+		// A gang of one starts with its single placement, checked against
+		// the ceiling right after: holding its minimum as inqueue would
+		// only keep the queue's other pods out while this one waits in
+		// backoff for room.
+		return true, ""
+	}
+	s.mu.Lock()
+	s.admitted[st.Key] = true
+	s.dirty[st.Key] = true
+	s.mu.Unlock()
+	admitted := *g
+	admitted.Admitted = true
+	s.figures.Store(st.Key, &admitted)
+	return true, ""
+}
+
+// overCeiling says which queue of the chain would go over its ceiling by
+// admitting a gang of minimum min: allocated + inqueue − elastic + min ≤
+// ceiling, in every dimension the ceiling names (a dimension it does not
+// name is unlimited); "" when none would.
+func (snap *Snapshot) overCeiling(chain []*Figures, min Vector) string {
+	for _, f := range chain {
+		ceiling := snap.Ceiling(f)
+		r := firstOver(ceiling, func(k v1.ResourceName) bool {
+			c := f.Allocated[k] + f.Inqueue[k] - f.Elastic[k] + min[k]
+			return c > 0 && c > ceiling[k]
+		})
+		if r != "" {
+			return fmt.Sprintf("queue %s: %s %s allocated+inqueue of %s %s, gang needs %s", f.Name, r,
+				Format(r, f.Allocated[r]+f.Inqueue[r]-f.Elastic[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, min[r]))
+		}
+	}
+	return ""
+}
+
+// overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used.
+// Dimensions no node offers are not limited here.
+func (s *State) overcommitted(g *GangFigures, snap *Snapshot) (bool, v1.ResourceName) {
+	r := firstOver(g.MinResources, func(k v1.ResourceName) bool {
+		a, ok := snap.Allocatable[k]
+		if !ok || g.MinResources[k] <= 0 {
+			return false
+		}
+		limit := int64(s.overcommit*float64(a)) - snap.Used[k]
+		for _, f := range snap.Queues {
+			if f.IsLeaf() {
+				limit -= f.Inqueue[k]
+			}
+		}
+		return g.MinResources[k] > limit
+	})
+	return r == "", r
+}
+
+// Ceiling returns the most a queue may hold under the policy: deserved for
+// proportion, realCapability for capacity.
+func (snap *Snapshot) Ceiling(f *Figures) Vector {
+	if snap.Policy == Capacity {
+		return f.RealCapability
+	}
+	return f.Deserved
+}
+
+func (snap *Snapshot) ceilingName() string {
+	if snap.Policy == Capacity {
+		return "realCapability"
+	}
+	return "deserved"
+}
+
+// FitsCeiling reports whether the queue of a gang, and every ancestor, can
+// take need more without going over its ceiling.
+func (snap *Snapshot) FitsCeiling(queue string, need Vector) (bool, string) {
+	for _, f := range snap.ancestry(queue) {
+		// A dimension the ceiling does not name has none of it.
+		ceiling := snap.Ceiling(f)
+		r := firstOver(need, func(r v1.ResourceName) bool {
+			return need[r] > 0 && f.Allocated[r]+need[r] > ceiling[r]
+		})
+		if r != "" {
+			return false, fmt.Sprintf("queue %s: %s %s/%s %s, needs %s more", f.Name, r,
+				Format(r, f.Allocated[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, need[r]))
+		}
+	}
+	return true, ""
+}
