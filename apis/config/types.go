@@ -35,6 +35,9 @@ type ProportionArgs struct {
 	// the same queue and priority when that lowers the gap between their
 	// dominant shares: the preemptor's share after < the victim's after.
 	DRFPreemption bool
+	// AuditIntervalSeconds is how often the queue accounting is recounted
+	// from the informers' caches and repaired where it drifted; 0: never.
+	AuditIntervalSeconds int64
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -43,9 +46,11 @@ type ProportionArgs struct {
 type CapacityArgs struct {
 	metav1.TypeMeta
 
-	// OvercommitFactor and DRFPreemption: as for ProportionArgs.
-	OvercommitFactor float64
-	DRFPreemption    bool
+	// OvercommitFactor, DRFPreemption and AuditIntervalSeconds: as for
+	// ProportionArgs.
+	OvercommitFactor     float64
+	DRFPreemption        bool
+	AuditIntervalSeconds int64
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -121,6 +121,17 @@ func (p *Process) Lead(ctx context.Context) {
 	}
 }
 
+// Queues returns the process's queue accounting, or nil while no queue
+// policy is on.
+func (p *Process) Queues() *queue.State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.batch == nil {
+		return nil
+	}
+	return p.batch.Queues()
+}
+
 // Batch returns the batch state of the scheduler h belongs to, building it
 // on first use; it stops when ctx (the scheduler's) ends. Every profile of
 // a scheduler shares its informer factory, and so this state.
@@ -237,8 +248,10 @@ func (b *Batch) start(logger klog.Logger) {
 const activateChunk = 128
 
 // EnableQueues turns on queue accounting under a policy. Proportion and
-// Capacity are alternatives: a second, different policy is an error.
-func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommit float64) (*queue.State, error) {
+// Capacity are alternatives: a second, different policy is an error. The
+// accounting is audited every audit (0: only on SIGUSR2); the first
+// profile to enable queues sets the policy's arguments.
+func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommit float64, audit time.Duration) (*queue.State, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if q := b.queues.Load(); q != nil {
@@ -262,6 +275,8 @@ func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommi
 		return nil, err
 	}
 	go b.wakeQueueWaiters(ctx, s)
+	queue.RegisterMetrics()
+	go auditQueues(ctx, s, audit)
 	b.queueInf = f
 	b.queues.Store(s)
 	close(b.queuesOn)

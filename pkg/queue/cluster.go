@@ -51,6 +51,7 @@ type cluster struct {
 
 	nodesSynced cache.InformerSynced
 	nodeLister  corelisters.NodeLister
+	podLister   corelisters.PodLister // the audit's (see audit)
 }
 
 type boundPod struct {
@@ -96,6 +97,7 @@ func newCluster(f informers.SharedInformerFactory, gangs *gang.Manager, freed fu
 	c.latest.Store(&Vector{})
 	nodes := f.Core().V1().Nodes()
 	c.nodesSynced, c.nodeLister = nodes.Informer().HasSynced, nodes.Lister()
+	c.podLister = f.Core().V1().Pods().Lister()
 	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.setNode,
 		UpdateFunc: func(_, o any) { c.setNode(o) },

@@ -62,8 +62,8 @@ func newLifecycleFixture(t *testing.T, queues []*v1alpha1.Queue, pods []*v1.Pod)
 	schedulerInformers.Start(ctx.Done())
 	poll(ctx, t, "the gang state to hold every pod", func() bool {
 		for _, p := range pods {
-			key, _ := gang.KeyOf(p)
-			if !gangs.HasMember(key, p.UID) {
+			key, managed := gang.KeyOf(p)
+			if managed && !gangs.HasMember(key, p.UID) {
 				return false
 			}
 		}

@@ -60,6 +60,8 @@ type State struct {
 	// locks by QueueSort.
 	figures sync.Map
 	last    atomic.Pointer[Snapshot]
+	// audits is what the audit keeps between audits (see Audit).
+	audits auditor
 	// division is the last computed division of the cluster.
 	division *division
 	// total is the last snapshot's Total, computed from the cluster's
@@ -314,18 +316,7 @@ func (s *State) refreshGang(key gang.Key) {
 	if st.Placed > 0 {
 		delete(s.admitted, key) // placed members keep it admitted now
 	}
-	c := contribution{queue: q, allocated: g.Allocated, request: g.Allocated}
-	if len(st.Pending) > 0 {
-		// Contributions are read only once made; Allocated is g's.
-		c.request = g.Allocated.Clone()
-		c.request.addList(st.Pending)
-	}
-	if g.Admitted && !st.Started() {
-		c.inqueue = positive(g.MinResources, g.Allocated)
-	}
-	if st.Started() {
-		c.elastic = positive(g.Allocated, g.MinResources)
-	}
+	c := contributionOf(&st, q, g)
 	if !had || !old.equal(c) {
 		// Not when only the gang's figures moved (a member bound, say):
 		// its queue's usage, and so its published figures, stay.
@@ -339,6 +330,23 @@ func (s *State) refreshGang(key gang.Key) {
 		g.DominantShare = dominantShareOf(st.Bound, last.Total)
 	}
 	s.figures.Store(key, g)
+}
+
+// contributionOf is what the gang adds to its queue q, given its figures.
+func contributionOf(st *gang.Status, q string, g *GangFigures) contribution {
+	c := contribution{queue: q, allocated: g.Allocated, request: g.Allocated}
+	if len(st.Pending) > 0 {
+		// Contributions are read only once made; Allocated is g's.
+		c.request = g.Allocated.Clone()
+		c.request.addList(st.Pending)
+	}
+	if g.Admitted && !st.Started() {
+		c.inqueue = positive(g.MinResources, g.Allocated)
+	}
+	if st.Started() {
+		c.elastic = positive(g.Allocated, g.MinResources)
+	}
+	return c
 }
 
 func (c contribution) equal(o contribution) bool {

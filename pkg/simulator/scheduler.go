@@ -15,6 +15,7 @@ import (
 
 	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/plugins"
+	"github.com/muster-sched/muster/pkg/queue"
 	"github.com/muster-sched/muster/pkg/server"
 )
 
@@ -28,6 +29,10 @@ type Scheduler struct {
 
 // Writing is closed once the scheduler's writers run (batch.Process.Writing).
 func (s *Scheduler) Writing() <-chan struct{} { return s.process.Writing() }
+
+// Queues returns the scheduler's queue accounting, or nil while no queue
+// policy is on: tests audit it.
+func (s *Scheduler) Queues() *queue.State { return s.process.Queues() }
 
 // StartScheduler runs the scheduler with a KubeSchedulerConfiguration (YAML)
 // against the cluster of kubeconfig, through kube-scheduler's own options,

@@ -37,8 +37,12 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 // cluster by default.
 const DefaultOvercommitFactor = 1.2
 
-// SetDefaults_ProportionArgs sets the default overcommit factor; DRF
-// preemption is off unless asked for.
+// DefaultAuditIntervalSeconds is how often the queue accounting is audited
+// by default.
+const DefaultAuditIntervalSeconds int64 = 30
+
+// SetDefaults_ProportionArgs sets the default overcommit factor and audit
+// interval; DRF preemption is off unless asked for.
 func SetDefaults_ProportionArgs(obj *ProportionArgs) {
 	if obj.OvercommitFactor == nil {
 		v := DefaultOvercommitFactor
@@ -47,10 +51,13 @@ func SetDefaults_ProportionArgs(obj *ProportionArgs) {
 	if obj.DRFPreemption == nil {
 		obj.DRFPreemption = ptr.To(false)
 	}
+	if obj.AuditIntervalSeconds == nil {
+		obj.AuditIntervalSeconds = ptr.To(DefaultAuditIntervalSeconds)
+	}
 }
 
-// SetDefaults_CapacityArgs sets the default overcommit factor; DRF
-// preemption is off unless asked for.
+// SetDefaults_CapacityArgs sets the default overcommit factor and audit
+// interval; DRF preemption is off unless asked for.
 func SetDefaults_CapacityArgs(obj *CapacityArgs) {
 	if obj.OvercommitFactor == nil {
 		v := DefaultOvercommitFactor
@@ -58,6 +65,9 @@ func SetDefaults_CapacityArgs(obj *CapacityArgs) {
 	}
 	if obj.DRFPreemption == nil {
 		obj.DRFPreemption = ptr.To(false)
+	}
+	if obj.AuditIntervalSeconds == nil {
+		obj.AuditIntervalSeconds = ptr.To(DefaultAuditIntervalSeconds)
 	}
 }
 

@@ -40,6 +40,11 @@ type ProportionArgs struct {
 	// share after): DRF fairness among running jobs, at the price of
 	// evicting work of equal priority. Default false.
 	DRFPreemption *bool `json:"drfPreemption,omitempty"`
+	// AuditIntervalSeconds is how often the queue accounting's running
+	// sums are recounted from the informers' caches, and repaired where
+	// they drifted (muster_accounting_drift_total counts it). Default 30;
+	// 0 turns the periodic audit off (SIGUSR2 still runs one).
+	AuditIntervalSeconds *int64 `json:"auditIntervalSeconds,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -53,6 +58,8 @@ type CapacityArgs struct {
 	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
 	// DRFPreemption: as for ProportionArgs. Default false.
 	DRFPreemption *bool `json:"drfPreemption,omitempty"`
+	// AuditIntervalSeconds: as for ProportionArgs. Default 30; 0: off.
+	AuditIntervalSeconds *int64 `json:"auditIntervalSeconds,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -109,6 +109,9 @@ func autoConvert_v1_CapacityArgs_To_config_CapacityArgs(in *CapacityArgs, out *c
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.DRFPreemption, &out.DRFPreemption, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.AuditIntervalSeconds, &out.AuditIntervalSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -122,6 +125,9 @@ func autoConvert_config_CapacityArgs_To_v1_CapacityArgs(in *config.CapacityArgs,
 		return err
 	}
 	if err := metav1.Convert_bool_To_Pointer_bool(&in.DRFPreemption, &out.DRFPreemption, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.AuditIntervalSeconds, &out.AuditIntervalSeconds, s); err != nil {
 		return err
 	}
 	return nil
@@ -169,6 +175,9 @@ func autoConvert_v1_ProportionArgs_To_config_ProportionArgs(in *ProportionArgs, 
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.DRFPreemption, &out.DRFPreemption, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_int64_To_int64(&in.AuditIntervalSeconds, &out.AuditIntervalSeconds, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -182,6 +191,9 @@ func autoConvert_config_ProportionArgs_To_v1_ProportionArgs(in *config.Proportio
 		return err
 	}
 	if err := metav1.Convert_bool_To_Pointer_bool(&in.DRFPreemption, &out.DRFPreemption, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int64_To_Pointer_int64(&in.AuditIntervalSeconds, &out.AuditIntervalSeconds, s); err != nil {
 		return err
 	}
 	return nil

@@ -70,6 +70,11 @@ func (in *CapacityArgs) DeepCopyInto(out *CapacityArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.AuditIntervalSeconds != nil {
+		in, out := &in.AuditIntervalSeconds, &out.AuditIntervalSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 
@@ -138,6 +143,11 @@ func (in *ProportionArgs) DeepCopyInto(out *ProportionArgs) {
 	if in.DRFPreemption != nil {
 		in, out := &in.DRFPreemption, &out.DRFPreemption
 		*out = new(bool)
+		**out = **in
+	}
+	if in.AuditIntervalSeconds != nil {
+		in, out := &in.AuditIntervalSeconds, &out.AuditIntervalSeconds
+		*out = new(int64)
 		**out = **in
 	}
 	return

@@ -45,6 +45,14 @@ func ValidateOvercommitFactor(path *field.Path, factor float64) error {
 	return nil
 }
 
+// ValidateAuditInterval checks a queue policy's audit interval.
+func ValidateAuditInterval(path *field.Path, seconds int64) error {
+	if seconds < 0 {
+		return field.ErrorList{field.Invalid(path.Child("auditIntervalSeconds"), seconds, "must not be negative (0 turns the audit off)")}.ToAggregate()
+	}
+	return nil
+}
+
 func validateResources(resources []schedconfig.ResourceSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(resources) == 0 {

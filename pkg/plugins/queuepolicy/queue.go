@@ -8,6 +8,7 @@ package queuepolicy
 import (
 	"context"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +69,7 @@ func NewProportion(ctx context.Context, obj runtime.Object, h fwk.Handle, proces
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type ProportionArgs, got %T", obj)
 	}
-	return newPlugin(ctx, h, process, records, ProportionName, queue.Proportion, args.OvercommitFactor, args.DRFPreemption)
+	return newPlugin(ctx, h, process, records, ProportionName, queue.Proportion, args.OvercommitFactor, args.DRFPreemption, args.AuditIntervalSeconds)
 }
 
 // NewCapacity builds the Capacity plugin.
@@ -77,18 +78,21 @@ func NewCapacity(ctx context.Context, obj runtime.Object, h fwk.Handle, process 
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type CapacityArgs, got %T", obj)
 	}
-	return newPlugin(ctx, h, process, records, CapacityName, queue.Capacity, args.OvercommitFactor, args.DRFPreemption)
+	return newPlugin(ctx, h, process, records, CapacityName, queue.Capacity, args.OvercommitFactor, args.DRFPreemption, args.AuditIntervalSeconds)
 }
 
-func newPlugin(ctx context.Context, h fwk.Handle, process *batch.Process, records *Records, name string, policy queue.Policy, overcommit float64, drfPreemption bool) (*Plugin, error) {
+func newPlugin(ctx context.Context, h fwk.Handle, process *batch.Process, records *Records, name string, policy queue.Policy, overcommit float64, drfPreemption bool, auditSeconds int64) (*Plugin, error) {
 	if err := validation.ValidateOvercommitFactor(field.NewPath(name+"Args"), overcommit); err != nil {
+		return nil, err
+	}
+	if err := validation.ValidateAuditInterval(field.NewPath(name+"Args"), auditSeconds); err != nil {
 		return nil, err
 	}
 	b, err := process.Batch(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	s, err := b.EnableQueues(ctx, policy, overcommit)
+	s, err := b.EnableQueues(ctx, policy, overcommit, time.Duration(auditSeconds)*time.Second)
 	if err != nil {
 		return nil, err
 	}
