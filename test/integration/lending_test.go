@@ -140,4 +140,3 @@ func equalUse(a, b map[string]int64) bool {
 	}
 	return true
 }
-
