@@ -6,79 +6,89 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
-// clusterRecords is what the cluster's handlers should have recorded,
-// recounted from the informers' caches: every counted node's allocatable,
-// every bound, unfinished pod. versions holds each object's
-// resourceVersion, so that two looks can tell an object whose event is
-// still on its way (it moves) from one the handlers got wrong.
-type clusterRecords struct {
-	nodes    map[string]Vector
-	pods     map[types.UID]boundPod
-	versions map[string]string
+// expected is what the cluster's records should be for the objects whose
+// record differs from the informers' caches.
+type expected struct {
+	nodes map[string]Vector // nil: not counted
+	pods  map[types.UID]*boundPod
 }
 
-// recountLocked lists the nodes and pods from the informers' caches. c.mu
+// differencesLocked compares the records with the nodes and pods in the
+// informers' caches. It returns the objects whose record differs, by key
+// ("node NAME", "pod UID") with the version the caches hold (an object
+// whose event is on its way moves), and what their records should be. A
+// pod whose record was made from the version the cache holds is not
+// looked into further: the sums' check covers what was made of it. c.mu
 // held: a handler that has yet to take in what the caches hold runs after
 // the audit, and takes it in again.
-func (c *cluster) recountLocked() (clusterRecords, error) {
+func (c *cluster) differencesLocked() (map[string]string, expected, error) {
 	nodes, err := c.nodeLister.List(labels.Everything())
 	if err != nil {
-		return clusterRecords{}, err
+		return nil, expected{}, err
 	}
 	pods, err := c.podLister.List(labels.Everything())
 	if err != nil {
-		return clusterRecords{}, err
+		return nil, expected{}, err
 	}
-	r := clusterRecords{nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, versions: map[string]string{}}
+	diffs, want := map[string]string{}, expected{nodes: map[string]Vector{}, pods: map[types.UID]*boundPod{}}
+	listed := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
+		listed[n.Name] = true
+		var v Vector
 		if schedulable(n) {
-			r.nodes[n.Name] = FromList(n.Status.Allocatable)
+			v = FromList(n.Status.Allocatable)
 		}
-		r.versions["node "+n.Name] = n.ResourceVersion
-	}
-	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-			continue
-		}
-		_, managed := c.keyOf(p)
-		r.pods[p.UID] = boundPod{node: p.Spec.NodeName, requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
-		r.versions["pod "+string(p.UID)] = p.Namespace + "/" + p.Name + "@" + p.ResourceVersion
-	}
-	return r, nil
-}
-
-// differencesLocked lists the objects whose record differs from the
-// recount, by name, with the version the recount saw. c.mu held.
-func (c *cluster) differencesLocked(r clusterRecords) map[string]string {
-	out := map[string]string{}
-	for name, v := range r.nodes {
-		if old, ok := c.nodes[name]; !ok || !old.Equal(v) {
-			out["node "+name] = r.versions["node "+name]
+		if old, ok := c.nodes[n.Name]; ok != (v != nil) || ok && !old.Equal(v) {
+			diffs["node "+n.Name], want.nodes[n.Name] = n.ResourceVersion, v
 		}
 	}
 	for name := range c.nodes {
-		if _, ok := r.nodes[name]; !ok {
-			out["node "+name] = r.versions["node "+name]
+		if !listed[name] {
+			diffs["node "+name], want.nodes[name] = "", nil
 		}
 	}
-	for uid, b := range r.pods {
-		if old, ok := c.pods[uid]; !ok || !old.same(b) {
-			out["pod "+string(uid)] = r.versions["pod "+string(uid)]
+	matched := 0 // records of pods the cache holds
+	for _, p := range pods {
+		old, had := c.pods[p.UID]
+		if had {
+			matched++
+		}
+		bound := p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+		if !bound && !had {
+			continue
+		}
+		if bound && had && old.version == p.ResourceVersion && old.node == p.Spec.NodeName {
+			// Made from this version: its requests are the same. Whether
+			// it is managed may have changed (an upstream PodGroup came).
+			if _, managed := c.keyOf(p); old.unmanaged != managed {
+				continue
+			}
+		}
+		b, _ := c.boundPodOf(p)
+		if bound && had && old.same(b) {
+			continue
+		}
+		diffs["pod "+string(p.UID)] = p.Namespace + "/" + p.Name + "@" + p.ResourceVersion
+		want.pods[p.UID] = nil
+		if bound {
+			want.pods[p.UID] = &b
 		}
 	}
-	for uid := range c.pods {
-		if _, ok := r.pods[uid]; !ok {
-			out["pod "+string(uid)] = r.versions["pod "+string(uid)]
+	if matched != len(c.pods) {
+		// Records of pods the cache no longer holds.
+		inCache := make(map[types.UID]bool, len(pods))
+		for _, p := range pods {
+			inCache[p.UID] = true
+		}
+		for uid := range c.pods {
+			if !inCache[uid] {
+				diffs["pod "+string(uid)], want.pods[uid] = "", nil
+			}
 		}
 	}
-	return out
-}
-
-func (b boundPod) same(o boundPod) bool {
-	return b.node == o.node && b.unmanaged == o.unmanaged && b.requests.Equal(o.requests)
+	return diffs, want, nil
 }
 
 // audit compares the records with a recount from the informers' caches.
@@ -91,11 +101,10 @@ func (b boundPod) same(o boundPod) bool {
 func (c *cluster) audit(previous map[string]string) (map[string]string, map[string]Vector, []string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, err := c.recountLocked()
+	diffs, want, err := c.differencesLocked()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	diffs := c.differencesLocked(r)
 	before := map[string]Vector{"allocatable": c.allocatable.v.Clone(), "used": c.used.v.Clone(), "unmanaged": c.unmanaged.v.Clone()}
 	var repaired []string
 	for key, version := range diffs {
@@ -103,25 +112,25 @@ func (c *cluster) audit(previous map[string]string) (map[string]string, map[stri
 			continue
 		}
 		repaired = append(repaired, key+" ("+version+")")
-		c.repairLocked(key, r)
+		c.repairLocked(key, want)
 	}
 	// What the records add up to.
-	want := map[string]Vector{"allocatable": {}, "used": {}, "unmanaged": {}}
+	sums := map[string]Vector{"allocatable": {}, "used": {}, "unmanaged": {}}
 	for _, v := range c.nodes {
-		want["allocatable"].Add(v)
+		sums["allocatable"].Add(v)
 	}
 	for _, b := range c.pods {
 		if _, counted := c.nodes[b.node]; counted {
-			want["used"].Add(b.requests)
+			sums["used"].Add(b.requests)
 			if b.unmanaged {
-				want["unmanaged"].Add(b.requests)
+				sums["unmanaged"].Add(b.requests)
 			}
 		}
 	}
 	drift := map[string]Vector{}
 	for name, s := range map[string]*sum{"allocatable": &c.allocatable, "used": &c.used, "unmanaged": &c.unmanaged} {
-		if difference(want[name], s.v) != nil {
-			s.v, s.shared = want[name], false
+		if difference(sums[name], s.v) != nil {
+			s.v, s.shared = sums[name], false
 			c.generation++
 		}
 		if d := difference(s.v, before[name]); d != nil {
@@ -132,8 +141,8 @@ func (c *cluster) audit(previous map[string]string) (map[string]string, map[stri
 	return diffs, drift, repaired, nil
 }
 
-// repairLocked makes an object's record the recount's. c.mu held.
-func (c *cluster) repairLocked(key string, r clusterRecords) {
+// repairLocked makes an object's record what the caches say. c.mu held.
+func (c *cluster) repairLocked(key string, want expected) {
 	kind, name, _ := strings.Cut(key, " ")
 	switch kind {
 	case "node":
@@ -142,7 +151,7 @@ func (c *cluster) repairLocked(key string, r clusterRecords) {
 			c.countPodsLocked(name, -1)
 			delete(c.nodes, name)
 		}
-		if v, ok := r.nodes[name]; ok {
+		if v := want.nodes[name]; v != nil {
 			c.nodes[name] = v
 			c.allocatable.own().Add(v)
 			c.countPodsLocked(name, 1)
@@ -151,9 +160,9 @@ func (c *cluster) repairLocked(key string, r clusterRecords) {
 	case "pod":
 		uid := types.UID(name)
 		c.removePodLocked(uid)
-		if b, ok := r.pods[uid]; ok {
-			c.pods[uid] = b
-			c.placeLocked(b, 1)
+		if b := want.pods[uid]; b != nil {
+			c.pods[uid] = *b
+			c.placeLocked(*b, 1)
 		}
 	}
 }

@@ -58,6 +58,26 @@ type boundPod struct {
 	node      string
 	requests  Vector
 	unmanaged bool
+	// version is the resourceVersion of the pod the record was made from.
+	version string
+}
+
+// boundPodOf is the record of a pod: ok is false when the pod is not bound
+// or has finished.
+func (c *cluster) boundPodOf(p *v1.Pod) (b boundPod, ok bool) {
+	if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		return boundPod{}, false
+	}
+	_, managed := c.keyOf(p)
+	return boundPod{
+		node: p.Spec.NodeName, requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})),
+		unmanaged: !managed, version: p.ResourceVersion,
+	}, true
+}
+
+// same reports whether two records count the same.
+func (b boundPod) same(o boundPod) bool {
+	return b.node == o.node && b.unmanaged == o.unmanaged && b.requests.Equal(o.requests)
 }
 
 // nodePods sums the requests of a node's bound pods.
@@ -242,16 +262,15 @@ func (c *cluster) setPod(obj any) {
 	if !ok {
 		return
 	}
-	bound := p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
-	var b boundPod
-	if bound {
-		_, managed := c.keyOf(p)
-		b = boundPod{node: p.Spec.NodeName, requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})), unmanaged: !managed}
-	}
+	b, bound := c.boundPodOf(p)
 	c.mu.Lock()
-	if old, ok := c.pods[p.UID]; ok && bound && old.node == b.node && old.unmanaged == b.unmanaged && old.requests.Equal(b.requests) {
+	if old, ok := c.pods[p.UID]; ok && bound && old.same(b) {
+		// A status update of a running pod: most pod events.
+		if old.version != b.version {
+			c.pods[p.UID] = b
+		}
 		c.mu.Unlock()
-		return // a status update of a running pod: most pod events
+		return
 	}
 	freed := c.removePodLocked(p.UID) && !bound
 	defer func() {

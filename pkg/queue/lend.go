@@ -10,7 +10,7 @@ import "github.com/muster-sched/muster/pkg/gang"
 // realCapability, on what is left once every other queue's claim is set
 // aside. A queue's claim is the room it may still fill under its share,
 // min(deserved, request) − allocated − inqueue, counted only while one of
-// its gangs could use it: not blocked (Release), and needing no more than
+// its gangs could use it: not blocked (Block), and needing no more than
 // that (Next). What a queue holds above its deserved share is what reclaim
 // takes first when a queue below its share needs it, and a queue reclaims
 // only what it then holds within its own share, so lent room never goes
@@ -123,6 +123,9 @@ func (snap *Snapshot) Lends(queue string, need, held Vector, admission bool) boo
 	}
 	return fitsIn(need, room)
 }
+
+// FitsIn reports whether v ≤ limit in every dimension where v > 0.
+func FitsIn(v, limit Vector) bool { return fitsIn(v, limit) }
 
 // fitsIn reports whether v ≤ limit in every dimension where v > 0 (a
 // dimension limit does not name has none).

@@ -35,15 +35,30 @@ type lifecycleFixture struct {
 }
 
 // newLifecycleFixture builds a Proportion State over one node of 8 cpu,
-// the queues and the pods, once every informer delivered them.
+// the queues and the pods.
 func newLifecycleFixture(t *testing.T, queues []*v1alpha1.Queue, pods []*v1.Pod) *lifecycleFixture {
+	t.Helper()
+	return newFixture(t, []*v1.Node{readyNode("n", "8")}, queues, pods)
+}
+
+// readyNode is a ready node of cpu and 64Gi.
+func readyNode(name, cpu string) *v1.Node {
+	return st.MakeNode().Name(name).
+		Capacity(map[v1.ResourceName]string{v1.ResourceCPU: cpu, v1.ResourceMemory: "64Gi"}).
+		Condition(v1.NodeReady, v1.ConditionTrue, "", "").Obj()
+}
+
+// newFixture builds a Proportion State over the nodes, the queues and the
+// pods, once every informer delivered them.
+func newFixture(t testing.TB, nodes []*v1.Node, queues []*v1alpha1.Queue, pods []*v1.Pod) *lifecycleFixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	kubeObjs := []runtime.Object{st.MakeNode().Name("n").
-		Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "8", v1.ResourceMemory: "64Gi"}).
-		Condition(v1.NodeReady, v1.ConditionTrue, "", "").Obj()}
+	var kubeObjs []runtime.Object
+	for _, n := range nodes {
+		kubeObjs = append(kubeObjs, n)
+	}
 	for _, p := range pods {
 		kubeObjs = append(kubeObjs, p)
 	}
@@ -113,7 +128,7 @@ func (f *lifecycleFixture) createQueue(t *testing.T, q *v1alpha1.Queue) {
 	})
 }
 
-func poll(ctx context.Context, t *testing.T, what string, cond func() bool) {
+func poll(ctx context.Context, t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cond(), nil

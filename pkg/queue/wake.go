@@ -21,33 +21,54 @@ func (s *State) QueuesChanged() { signal(s.freed) }
 // appeared (see Snapshot.Unclaimed).
 func (s *State) Changed() <-chan struct{} { return s.changed }
 
-// Release records that a placement attempt showed the gang cannot be
-// placed now, even by reclaim: until it is tried again (Retry) it claims
-// no room under its queue's share, so other queues may borrow that room
-// (see Lends). A gang that has not started also gives back its admission:
-// its minimum must not hold its queue's ceiling and the overcommit limit
-// while it waits. It is admitted again, if its queue still can, the next
-// time it is tried.
+// Release gives back the admission of a gang that has not started: a
+// placement attempt showed that it cannot fit, even by reclaim, and its
+// minimum must not hold its queue's ceiling and the overcommit limit while
+// it waits. It is admitted again, if its queue still can, the next time it
+// is tried.
 func (s *State) Release(key gang.Key) {
 	s.mu.Lock()
 	// A gang with a member placed (reserved or bound) has started: it
 	// stays admitted by that member.
 	released := s.admitted[key] && s.gangs.Status(key).Placed == 0
-	blocked := !s.blocked[key]
 	if released {
 		delete(s.admitted, key)
 		s.dirty[key] = true
-	}
-	s.blocked[key] = true
-	if v, ok := s.figures.Load(key); ok && (released || blocked) {
-		g := *v.(*GangFigures)
-		g.Admitted = g.Admitted && !released
-		g.Blocked = true
-		s.figures.Store(key, &g)
+		s.updateFigures(key, func(g *GangFigures) { g.Admitted = false })
 	}
 	s.mu.Unlock()
-	if released || blocked {
+	if released {
 		signal(s.freed)
+	}
+}
+
+// Block records that a placement attempt showed the gang cannot use the
+// room that is free: it did not fit, even by reclaim, although the
+// cluster's free room covers what it needs (a selector, fragmentation).
+// Until it is tried again (Retry) it claims no room under its queue's
+// share, so other queues may borrow that room (see Lends). A gang that
+// failed for want of room keeps its claim: the room it waits for is its
+// share, held by others.
+func (s *State) Block(key gang.Key) {
+	s.mu.Lock()
+	blocked := !s.blocked[key]
+	if blocked {
+		s.blocked[key] = true
+		s.updateFigures(key, func(g *GangFigures) { g.Blocked = true })
+	}
+	s.mu.Unlock()
+	if blocked {
+		signal(s.freed)
+	}
+}
+
+// updateFigures publishes a copy of the gang's figures changed by f.
+// s.mu held.
+func (s *State) updateFigures(key gang.Key, f func(*GangFigures)) {
+	if v, ok := s.figures.Load(key); ok {
+		g := *v.(*GangFigures)
+		f(&g)
+		s.figures.Store(key, &g)
 	}
 }
 
@@ -60,11 +81,7 @@ func (s *State) Retry(key gang.Key) {
 		return
 	}
 	delete(s.blocked, key)
-	if v, ok := s.figures.Load(key); ok {
-		g := *v.(*GangFigures)
-		g.Blocked = false
-		s.figures.Store(key, &g)
-	}
+	s.updateFigures(key, func(g *GangFigures) { g.Blocked = false })
 }
 
 // signal sends on a channel of capacity 1 without blocking.

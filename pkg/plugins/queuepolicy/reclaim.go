@@ -72,7 +72,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
-		pl.state.Release(key) // it cannot fit and will not reclaim
+		pl.giveUp(key, requestsOf([]*v1.Pod{pod}), pl.state.Refresh()) // it cannot fit and will not reclaim
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	st := pl.gangs.Status(key)
@@ -113,7 +113,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if victims == nil {
 		// Nor can it hold its queue's admission while it waits: another
 		// gang of the queue may fit now (see queue.State.Release).
-		pl.state.Release(key)
+		pl.giveUp(key, need, snap)
 		logger.V(3).Info("Reclaim cannot make the gang fit: evicting nothing", "gang", key, "candidates", len(units))
 		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
 	}
@@ -145,6 +145,19 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	// scheduler would count a nominated member again in the gang's own
 	// trial placement.
 	return nil, fwk.NewStatus(fwk.Success)
+}
+
+// giveUp records a gang that cannot be placed, even by reclaim: it gives
+// back its admission, and when the nodes' free room (allocatable less
+// every bound pod, terminating ones included) would cover what it needs,
+// the gang cannot use that room and claims none of it (queue.State.Block).
+func (pl *Plugin) giveUp(key gang.Key, need queue.Vector, snap *queue.Snapshot) {
+	pl.state.Release(key)
+	free := snap.Allocatable.Clone()
+	free.Sub(snap.Used)
+	if queue.FitsIn(need, free) {
+		pl.state.Block(key)
+	}
 }
 
 // maxAhead bounds the gangs reclaimAhead reclaims for in one cycle.
