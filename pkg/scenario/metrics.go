@@ -95,6 +95,11 @@ type Result struct {
 	// over the contended samples), the literal reading of issue 4; below
 	// 1 whenever a queue wants less than its weighted share.
 	WeightedJainIndex float64 `json:"weightedJainIndex"`
+	// IdleWhileWaiting integrates, per resource, the room idle while a pod
+	// that fits it waits (pending for a second or more; see
+	// idleWhileWaiting), in resource-seconds: cpu in cores, memory in
+	// bytes.
+	IdleWhileWaiting map[string]float64 `json:"idleWhileWaitingResourceSeconds"`
 	// TimeToFairShareSeconds is the longest time to fair share over
 	// FairShareBursts: after a workload of a queue arrives (after the
 	// start), from its first pod's creation to the first sample, taken
@@ -415,4 +420,5 @@ func (r *Result) summarizeSamples(s *Scenario, o *observer) {
 		r.Series = append(r.Series, pt)
 	}
 	r.summarizeFairness(s, o)
+	r.summarizeIdle(o)
 }

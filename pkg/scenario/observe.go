@@ -17,17 +17,20 @@ import (
 
 // podRecord is what the observer saw of one pod.
 type podRecord struct {
-	uid       string
-	node      string
-	workload  string
-	queue     string
-	gang      string
-	requests  []float64 // per observer dimension
-	forever   bool      // no run time: bound is its final state
-	created   time.Time
-	bound     time.Time
-	finished  time.Time
-	deleted   time.Time
+	uid      string
+	node     string
+	workload string
+	queue    string
+	gang     string
+	requests []float64 // per observer dimension
+	forever  bool      // no run time: bound is its final state
+	created  time.Time
+	bound    time.Time
+	finished time.Time
+	deleted  time.Time
+	// refused is when the pod was first seen refused by the scheduler
+	// (PodScheduled False, Unschedulable).
+	refused   time.Time
 	evicted   bool
 	nominated bool
 }
@@ -60,22 +63,25 @@ type sample struct {
 	demands   map[string]float64 // per queue: dominant share of allocated + pending
 	freeNodes map[string]int     // per node group: nodes with no running pod
 	busyNodes int
+	idle      []float64 // per dimension: room idle while a pod that fits waits
 }
 
 // observer watches the pods of one run and samples the cluster.
 type observer struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	start   time.Time
-	dims    []v1.ResourceName
-	total   []float64
-	groups  map[string]string // node → node group
-	order   []string          // node groups in scenario order
-	counts  map[string]int    // node group → nodes
-	pods    map[string]*podRecord
-	gangs   map[string]*gangRecord
-	samples []sample
-	used    map[string]bool // nodes that ever ran a pod
+	mu     sync.Mutex
+	now    func() time.Time
+	start  time.Time
+	dims   []v1.ResourceName
+	total  []float64
+	groups map[string]string // node → node group
+	// groupAllocatable is each node group's allocatable per dimension.
+	groupAllocatable map[string][]float64
+	order            []string       // node groups in scenario order
+	counts           map[string]int // node group → nodes
+	pods             map[string]*podRecord
+	gangs            map[string]*gangRecord
+	samples          []sample
+	used             map[string]bool // nodes that ever ran a pod
 
 	lastProgress time.Time
 	created      int
@@ -89,7 +95,7 @@ type observer struct {
 func newObserver(s *Scenario, gangs map[string]*gangRecord) *observer {
 	o := &observer{
 		now:    time.Now,
-		groups: map[string]string{},
+		groups: map[string]string{}, groupAllocatable: map[string][]float64{},
 		counts: map[string]int{},
 		pods:   map[string]*podRecord{},
 		gangs:  gangs,
@@ -134,6 +140,11 @@ func newObserver(s *Scenario, gangs map[string]*gangRecord) *observer {
 	for _, d := range o.dims {
 		q := totals[d]
 		o.total = append(o.total, q.AsApproximateFloat64())
+	}
+	for _, g := range s.Cluster.Nodes {
+		if node, err := g.nodeShape().Node("x"); err == nil {
+			o.groupAllocatable[g.Name] = o.vector(node.Status.Allocatable)
+		}
 	}
 	return o
 }
@@ -207,6 +218,9 @@ func (o *observer) update(obj any) {
 	}
 	if pod.Status.NominatedNodeName != "" {
 		p.nominated = true
+	}
+	if p.refused.IsZero() && refusedBy(pod) {
+		p.refused = now
 	}
 	if pod.Spec.NodeName != "" && p.bound.IsZero() {
 		p.bound, p.node = now, pod.Spec.NodeName
@@ -298,6 +312,7 @@ func (o *observer) sampleNow() {
 		demands:   map[string]float64{},
 		freeNodes: map[string]int{},
 		busyNodes: len(busy),
+		idle:      o.idleWhileWaiting(),
 	}
 	for i := range o.dims {
 		if o.total[i] > 0 {

@@ -156,6 +156,7 @@ var rows = []row{
 	{"max share deviation", func(r *Result) string { return fmt.Sprintf("%.3f", r.MaxShareDeviation) }, hasQueues},
 	{"Jain index (share/fair share)", func(r *Result) string { return fmt.Sprintf("%.3f", r.JainIndex) }, hasQueues},
 	{"Jain index (share/weight)", func(r *Result) string { return fmt.Sprintf("%.3f", r.WeightedJainIndex) }, hasQueues},
+	{"idle while a pod that fits waits", func(r *Result) string { return resourceSeconds(r.IdleWhileWaiting) }, always},
 	{"time to fair share (s)", func(r *Result) string {
 		if len(r.FairShareBursts) == 0 {
 			return "-"
