@@ -70,6 +70,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"binpack weight out of range", "plugins.binpack.resources[0].name=cpu,plugins.binpack.resources[0].weight=500", "at '/plugins/binpack/resources/0/weight': maximum"},
 		{"overcommit below 1", "plugins.queue.overcommitFactor=0.5", "at '/plugins/queue/overcommitFactor'"},
 		{"drfPreemption not a boolean", "plugins.queue.drfPreemption=yes", "at '/plugins/queue/drfPreemption': got string, want boolean"},
+		{"audit interval negative", "plugins.queue.auditIntervalSeconds=-1", "at '/plugins/queue/auditIntervalSeconds'"},
 		{"extra arg not a flag", "extraArgs[0]=v=4", "at '/extraArgs/0'"},
 		{"bad digest", "image.digest=latest", "at '/image/digest'"},
 		{"scheduler name in replace-default", "mode=replace-default,schedulerName=batch", `schedulerName "batch": in mode replace-default the profile is always default-scheduler`},

@@ -124,7 +124,7 @@ kube-scheduler
 {{- $args = append $args (dict "name" "Gang" "args" (dict "defaultScheduleTimeoutSeconds" $p.gang.defaultScheduleTimeoutSeconds "planStepMilliseconds" $p.gang.planStepMilliseconds)) -}}
 {{- end -}}
 {{- if $queue -}}
-{{- $args = append $args (dict "name" $p.queue.policy "args" (dict "overcommitFactor" $p.queue.overcommitFactor "drfPreemption" $p.queue.drfPreemption)) -}}
+{{- $args = append $args (dict "name" $p.queue.policy "args" (dict "overcommitFactor" $p.queue.overcommitFactor "drfPreemption" $p.queue.drfPreemption "auditIntervalSeconds" $p.queue.auditIntervalSeconds)) -}}
 {{- end -}}
 {{- if $p.binpack.enabled -}}
 {{- $args = append $args (dict "name" "Binpack" "args" (dict "resources" $p.binpack.resources)) -}}
