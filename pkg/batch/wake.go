@@ -24,6 +24,11 @@ const wakeInterval = 50 * time.Millisecond
 // which may lag: a gang retried first would be refused on the old figures,
 // and then wait for the scheduling queue's periodic flush.
 //
+// A Queue added, deleted or changed retries every waiting gang: one that
+// failed to place may now reclaim (its queue's weight was raised), and
+// the scheduling queue retries a pod on a Queue event only if a queue
+// policy refused it.
+//
 // Under Proportion it also retries them when room no queue claims appears
 // (queue.Snapshot.Unclaimed grew: a queue filled its share, say), which
 // the queue that waits may borrow; the scheduling queue has no event for
@@ -36,17 +41,19 @@ func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
 		changed = nil // only Proportion lends
 	}
 	for {
-		wake := true
+		wake, all := true, false
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.Freed():
+		case <-s.QueuesChangedCh():
+			all = true
 		case <-changed:
 			now := s.Refresh().Unclaimed()
 			wake, unclaimed = now.Grew(unclaimed), now
 		}
 		if wake {
-			b.activateQueueWaiters(logger)
+			b.activateQueueWaiters(logger, all)
 		}
 		select {
 		case <-ctx.Done():
@@ -56,10 +63,10 @@ func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
 	}
 }
 
-// activateQueueWaiters moves the gangs that wait for their queue to the
-// scheduling queue's active queue.
-func (b *Batch) activateQueueWaiters(logger klog.Logger) {
-	waiters := b.Gangs.QueueWaiters()
+// activateQueueWaiters moves the gangs that wait for their queue, or all
+// waiting gangs, to the scheduling queue's active queue.
+func (b *Batch) activateQueueWaiters(logger klog.Logger, all bool) {
+	waiters := b.Gangs.QueueWaiters(all)
 	if len(waiters) == 0 {
 		return
 	}

@@ -129,14 +129,15 @@ func RoleOf(pod *v1.Pod) string {
 }
 
 // QueueWaiters returns the first pending member of every gang that waits
-// for its queue (SetWaiting): trying that member again tries the gang's
-// admission, and a plan made then activates its siblings.
-func (m *Manager) QueueWaiters() []*v1.Pod {
+// for its queue (SetWaiting), or with all of every gang that has one:
+// trying that member again tries the gang's admission, and a plan made
+// then activates its siblings.
+func (m *Manager) QueueWaiters(all bool) []*v1.Pod {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var out []*v1.Pod
 	for _, g := range m.groups {
-		if g.note == "" {
+		if g.note == "" && !all {
 			continue
 		}
 		if pending := g.pendingLocked(); len(pending) > 0 {

@@ -37,7 +37,7 @@ func (snap *Snapshot) ancestry(name string) []*Figures {
 // the policy's placement ceiling (deserved under proportion): a gang the
 // queue cannot start now is not admitted, so work beyond a queue's share
 // never sits in inqueue, where the overcommit check would count it against
-// every other queue.
+// every other queue; except on room no other queue claims (see Lends).
 //
 // A gang of one pod is checked but not recorded as admitted: nothing of it
 // counts as inqueue.

@@ -31,8 +31,8 @@ type State struct {
 	cluster    *cluster
 	// freed receives, coalesced, when the accounting may have room for a
 	// gang it refused (see Freed); changed when a gang's usage changed (see
-	// Changed).
-	freed, changed chan struct{}
+	// Changed); queuesChanged when a Queue did (see QueuesChanged).
+	freed, changed, queuesChanged chan struct{}
 
 	mu sync.Mutex
 	// admitted holds the gangs admitted by their queue that have no member
@@ -131,13 +131,13 @@ func (snap *Snapshot) RangeGangs(f func(gang.Key, *GangFigures) bool) {
 // the scheduler's node informer; it takes the scheduler's pods from the
 // gang state (AddPodHandler).
 func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues musterlisters.QueueLister, schedulerInformers informers.SharedInformerFactory) (*State, error) {
-	freed, changed := make(chan struct{}, 1), make(chan struct{}, 1)
+	freed, changed, queuesChanged := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
 	c, err := newCluster(schedulerInformers, gangs, func() { signal(freed) })
 	if err != nil {
 		return nil, err
 	}
 	s := &State{
-		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, freed: freed, changed: changed,
+		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, freed: freed, changed: changed, queuesChanged: queuesChanged,
 		admitted: map[gang.Key]bool{}, blocked: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
 		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, moved: map[string]bool{},
 	}

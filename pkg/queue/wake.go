@@ -14,7 +14,12 @@ func (s *State) Freed() <-chan struct{} { return s.freed }
 
 // QueuesChanged tells the accounting that a Queue was added, deleted or
 // had its spec changed.
-func (s *State) QueuesChanged() { signal(s.freed) }
+func (s *State) QueuesChanged() { signal(s.queuesChanged) }
+
+// QueuesChangedCh receives, coalesced, when a Queue was added, deleted or
+// had its spec changed: any waiting gang may now be admitted, or reclaim
+// (a weight raised), whatever refused it.
+func (s *State) QueuesChangedCh() <-chan struct{} { return s.queuesChanged }
 
 // Changed receives, coalesced, when some gang's usage changed: a member
 // placed, bound, finished or gone. Room no queue can claim may have

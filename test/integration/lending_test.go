@@ -140,3 +140,39 @@ func equalUse(a, b map[string]int64) bool {
 	}
 	return true
 }
+
+// TestLentRoomIsTakenBack: three queues of weight 1 share 16 cpu and end
+// 6, 5 and 5 of it, one of them on the cpu lent. When qc's weight goes to
+// 2 it deserves 8, and reclaim takes back what the others hold above their
+// new shares of 4, lent cpu included: 4, 4 and 8, and it stays so.
+func TestLentRoomIsTakenBack(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 4, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	for _, q := range []string{"qa", "qb", "qc"} {
+		e.queue(q, v1alpha1.QueueSpec{Weight: 1})
+		for i := range 16 {
+			p := e.pod(fmt.Sprintf("%s-%d", q, i), map[v1.ResourceName]string{v1.ResourceCPU: "1"})
+			p.Labels = map[string]string{v1alpha1.LabelQueue: q}
+			e.create(p)
+		}
+	}
+	e.startScheduler(gangConfig(t))
+	e.waitUse(v1.ResourceCPU, 16, func(use map[string]int64) bool {
+		return use["qa"]+use["qb"]+use["qc"] == 16 && max(use["qa"], use["qb"], use["qc"]) == 6
+	}, 20*time.Second)
+
+	q, err := cluster.Muster.SchedulingV1alpha1().Queues().Get(e.ctx, "qc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Weight = 2
+	if _, err := cluster.Muster.SchedulingV1alpha1().Queues().Update(e.ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	use := e.waitUse(v1.ResourceCPU, 16, func(use map[string]int64) bool {
+		return use["qa"] == 4 && use["qb"] == 4 && use["qc"] == 8
+	}, 20*time.Second)
+	if got := e.useFor(v1.ResourceCPU, 3*time.Second); !equalUse(got, use) {
+		t.Errorf("use moved after it settled: %v, then %v", use, got)
+	}
+}
