@@ -105,7 +105,7 @@ func (c *cluster) audit(previous map[string]string) (map[string]string, map[stri
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	before := map[string]Vector{"allocatable": c.allocatable.v.Clone(), "used": c.used.v.Clone(), "unmanaged": c.unmanaged.v.Clone()}
+	before := map[string]Vector{"allocatable": c.allocatable.v.Clone(), "used": c.used.v.Clone(), "unmanaged": c.unmanaged.v.Clone(), "off nodes": c.offNodes.v.Clone()}
 	var repaired []string
 	for key, version := range diffs {
 		if v, ok := previous[key]; !ok || v != version {
@@ -115,20 +115,24 @@ func (c *cluster) audit(previous map[string]string) (map[string]string, map[stri
 		c.repairLocked(key, want)
 	}
 	// What the records add up to.
-	sums := map[string]Vector{"allocatable": {}, "used": {}, "unmanaged": {}}
+	sums := map[string]Vector{"allocatable": {}, "used": {}, "unmanaged": {}, "off nodes": {}}
 	for _, v := range c.nodes {
 		sums["allocatable"].Add(v)
 	}
 	for _, b := range c.pods {
-		if _, counted := c.nodes[b.node]; counted {
+		_, counted := c.nodes[b.node]
+		switch {
+		case counted:
 			sums["used"].Add(b.requests)
 			if b.unmanaged {
 				sums["unmanaged"].Add(b.requests)
 			}
+		case !b.unmanaged:
+			sums["off nodes"].Add(b.requests)
 		}
 	}
 	drift := map[string]Vector{}
-	for name, s := range map[string]*sum{"allocatable": &c.allocatable, "used": &c.used, "unmanaged": &c.unmanaged} {
+	for name, s := range map[string]*sum{"allocatable": &c.allocatable, "used": &c.used, "unmanaged": &c.unmanaged, "off nodes": &c.offNodes} {
 		if difference(sums[name], s.v) != nil {
 			s.v, s.shared = sums[name], false
 			c.generation++

@@ -33,6 +33,9 @@ type cluster struct {
 	allocatable sum
 	used        sum
 	unmanaged   sum
+	// offNodes sums the requests of the managed pods bound to nodes that
+	// are not counted: their queues hold them, outside the total.
+	offNodes sum
 	// on holds the requests of the pods bound to each node, counted or
 	// not: what the sums gain and lose when the node is.
 	on map[string]*nodePods
@@ -111,7 +114,7 @@ func (s *sum) share() Vector {
 func newCluster(f informers.SharedInformerFactory, gangs *gang.Manager, freed func()) (*cluster, error) {
 	c := &cluster{
 		nodes: map[string]Vector{}, pods: map[types.UID]boundPod{}, seen: map[string]bool{}, on: map[string]*nodePods{},
-		allocatable: sum{v: Vector{}}, used: sum{v: Vector{}}, unmanaged: sum{v: Vector{}},
+		allocatable: sum{v: Vector{}}, used: sum{v: Vector{}}, unmanaged: sum{v: Vector{}}, offNodes: sum{v: Vector{}},
 		keyOf: gangs.KeyOf, freed: freed,
 	}
 	c.latest.Store(&Vector{})
@@ -138,12 +141,12 @@ func newCluster(f informers.SharedInformerFactory, gangs *gang.Manager, freed fu
 func (c *cluster) totals() totals {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return totals{allocatable: c.allocatable.share(), used: c.used.share(), unmanaged: c.unmanaged.share(), generation: c.generation}
+	return totals{allocatable: c.allocatable.share(), used: c.used.share(), unmanaged: c.unmanaged.share(), offNodes: c.offNodes.share(), generation: c.generation}
 }
 
 // totals are the cluster's sums at one moment, read only.
 type totals struct {
-	allocatable, used, unmanaged Vector
+	allocatable, used, unmanaged, offNodes Vector
 	// generation identifies allocatable and unmanaged: equal generations,
 	// equal vectors.
 	generation uint64
@@ -217,6 +220,8 @@ func (c *cluster) countPodsLocked(node string, sign int64) {
 	if np := c.on[node]; np != nil {
 		addScaled(c.used.own(), np.used, sign)
 		addScaled(c.unmanaged.own(), np.unmanaged, sign)
+		addScaled(c.offNodes.own(), np.used, -sign)
+		addScaled(c.offNodes.own(), np.unmanaged, sign)
 	}
 }
 
@@ -302,6 +307,9 @@ func (c *cluster) placeLocked(b boundPod, sign int64) {
 		delete(c.on, b.node)
 	}
 	if _, counted := c.nodes[b.node]; !counted {
+		if !b.unmanaged {
+			addScaled(c.offNodes.own(), b.requests, sign)
+		}
 		return
 	}
 	addScaled(c.used.own(), b.requests, sign)

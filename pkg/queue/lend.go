@@ -28,7 +28,9 @@ type lending struct {
 func (snap *Snapshot) lend() *lending {
 	snap.lendingOnce.Do(func() {
 		l := &snap.lending
+		// What the queues hold on nodes outside Total takes nothing of it.
 		l.free, l.claims = snap.Total.Clone(), map[string]Vector{}
+		l.free.Add(snap.OffNodes)
 		rooms := map[string]Vector{}
 		for name, f := range snap.Queues {
 			if !f.IsLeaf() || f.Invalid != "" {
@@ -140,11 +142,12 @@ func fitsIn(v, limit Vector) bool {
 
 // nextNeed is the least a gang must be given to move on: before it is
 // admitted, the rest of its minimum; after, its average pending member
-// (the members of most gangs are alike). nil when nothing is pending.
+// (the members of most gangs are alike). nil when nothing is pending, or
+// the gang cannot be placed as it is.
 func nextNeed(st *gang.Status, admitted bool) Vector {
 	pending := int64(st.Live - st.Placed)
-	if pending <= 0 || len(st.Pending) == 0 {
-		return nil
+	if pending <= 0 || len(st.Pending) == 0 || st.Invalid != "" {
+		return nil // an invalid gang (too few members, say) is not placed
 	}
 	if !admitted {
 		if rest := positive(FromList(st.MinResources), FromList(st.Allocated)); rest != nil {

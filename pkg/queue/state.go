@@ -84,8 +84,12 @@ type Snapshot struct {
 	Queues      map[string]*Figures
 	Total       Vector // what the queues divide: allocatable less unmanaged usage
 	Allocatable Vector
-	Used        Vector // requests of every bound pod
-	state       *State
+	Used        Vector // requests of every bound pod on the counted nodes
+	// OffNodes sums the requests of the managed pods bound to nodes that
+	// are not counted (cordoned, not ready, deleted under them): their
+	// queues hold them, outside Total.
+	OffNodes Vector
+	state    *State
 	// lending is computed on first use (see Lends).
 	lendingOnce sync.Once
 	lending     lending
@@ -240,7 +244,7 @@ func (s *State) noteQueues(list []*v1alpha1.Queue) {
 // snapshot.
 func (s *State) Refresh() *Snapshot {
 	t := s.cluster.totals()
-	snap := &Snapshot{Policy: s.policy, Allocatable: t.allocatable, Used: t.used, state: s}
+	snap := &Snapshot{Policy: s.policy, Allocatable: t.allocatable, Used: t.used, OffNodes: t.offNodes, state: s}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
