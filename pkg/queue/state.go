@@ -344,7 +344,9 @@ func contributionOf(st *gang.Status, q string, g *GangFigures) contribution {
 		c.request = g.Allocated.Clone()
 		c.request.addList(st.Pending)
 	}
-	if g.Admitted && !st.Started() {
+	if g.Admitted && !st.Started() && st.Invalid == "" && st.Live > st.Placed {
+		// The rest of its minimum, while it has members to place: a gang
+		// with none (they were deleted) holds nothing for them.
 		c.inqueue = positive(g.MinResources, g.Allocated)
 	}
 	if st.Started() {
