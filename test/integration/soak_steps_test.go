@@ -2,8 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,8 +12,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
-	"github.com/muster-sched/muster/pkg/gang"
-	"github.com/muster-sched/muster/pkg/queue"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
 
@@ -23,55 +19,6 @@ import (
 // one that does not exist (they wait until it does). The default queue is
 // the scheduler's and is left alone.
 var soakQueues = []string{"soak-a", "soak-b", "soak-c"}
-
-// soakStep is one kind of step: run does it and says what it did, or
-// returns "" when it does not apply now (another kind is drawn).
-type soakStep struct {
-	name   string
-	weight int
-	run    func(s *soak) string
-}
-
-// soakSteps are the kinds of step and how often each is drawn; restart is
-// about 2 % of the steps.
-var soakSteps = []soakStep{
-	{"plain pods", 10, createPlainPods},
-	{"queue pods", 12, createQueuePods},
-	{"PodGroup gang", 8, createPodGroupGang},
-	{"label gang", 4, createLabelGang},
-	{"create and delete", 6, createAndDelete},
-	{"delete pods", 8, deletePods},
-	{"finish pods", 5, finishPods},
-	{"reap pods", 5, reapPods},
-	{"delete PodGroup", 4, deletePodGroup},
-	{"create queue", 4, createQueue},
-	{"close or open queue", 4, toggleQueue},
-	{"reweight queue", 4, reweightQueue},
-	{"delete queue", 2, deleteQueue},
-	{"add node", 4, addNodeStep},
-	{"cordon or uncordon node", 4, cordonStep},
-	{"delete node", 3, deleteNodeStep},
-	{"restart scheduler", 2, restartStep},
-}
-
-// pickAndRun draws kinds by weight until one applies, and runs it.
-func (s *soak) pickAndRun() (string, string) {
-	total := 0
-	for _, k := range soakSteps {
-		total += k.weight
-	}
-	for {
-		n := s.rng.IntN(total)
-		for _, k := range soakSteps {
-			if n -= k.weight; n < 0 {
-				if what := k.run(s); what != "" {
-					return k.name, what
-				}
-				break
-			}
-		}
-	}
-}
 
 // pick returns one of items, drawn.
 func pick[T any](s *soak, items []T) T { return items[s.rng.IntN(len(items))] }
@@ -530,93 +477,4 @@ func restartStep(s *soak) string {
 	s.sched.Stop()
 	s.start()
 	return "stopped and started"
-}
-
-// describe renders the queues' figures and the pods, for a failure.
-func (s *soak) describe() string {
-	var b strings.Builder
-	snap := s.sched.Queues().Refresh()
-	fmt.Fprintf(&b, "total %v, unclaimed %v\n", snap.Total, snap.Unclaimed())
-	names := make([]string, 0, len(snap.Queues))
-	for name := range snap.Queues {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		f := snap.Queues[name]
-		fmt.Fprintf(&b, "queue %s: closed %v weight %d allocated %v request %v inqueue %v deserved %v realCapability %v\n",
-			name, f.Closed, f.Weight, f.Allocated, f.Request, f.Inqueue, f.Deserved, f.RealCapability)
-	}
-	snap.RangeGangs(func(k gang.Key, g *queue.GangFigures) bool {
-		if g.Next != nil || g.Admitted {
-			fmt.Fprintf(&b, "gang %s: queue %s min %v allocated %v next %v blocked %v admitted %v\n", k, g.Queue, g.MinResources, g.Allocated, g.Next, g.Blocked, g.Admitted)
-		}
-		return true
-	})
-	for _, p := range s.pods() {
-		fmt.Fprintf(&b, "pod %s: node %q phase %s deleting %v labels %v requests %v\n",
-			p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, p.Labels, requests(p))
-	}
-	for _, n := range s.nodes() {
-		fmt.Fprintf(&b, "node %s: unschedulable %v allocatable %v\n", n.Name, n.Spec.Unschedulable, queue.FromList(n.Status.Allocatable))
-	}
-	return b.String()
-}
-
-func usable(n *v1.Node) bool {
-	if n.Spec.Unschedulable {
-		return false
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
-			return false
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func finished(p *v1.Pod) bool {
-	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
-}
-
-// requests sums the pod's containers' requests.
-func requests(p *v1.Pod) queue.Vector {
-	out := queue.Vector{}
-	for _, c := range p.Spec.Containers {
-		out.Add(queue.FromList(c.Resources.Requests))
-	}
-	return out
-}
-
-// pods lists the case's pods, by name.
-func (s *soak) pods() []*v1.Pod {
-	s.t.Helper()
-	list, err := cluster.Client.CoreV1().Pods(s.e.ns).List(s.e.ctx, metav1.ListOptions{})
-	if err != nil {
-		s.fatalf("listing pods: %v", err)
-	}
-	out := make([]*v1.Pod, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out
-}
-
-// nodes lists the cluster's nodes, by name.
-func (s *soak) nodes() []*v1.Node {
-	s.t.Helper()
-	list, err := cluster.Client.CoreV1().Nodes().List(s.e.ctx, metav1.ListOptions{})
-	if err != nil {
-		s.fatalf("listing nodes: %v", err)
-	}
-	out := make([]*v1.Node, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/gang"
 	"github.com/muster-sched/muster/pkg/queue"
 	"github.com/muster-sched/muster/pkg/simulator"
@@ -65,25 +64,17 @@ import (
 // So a pod of Q legitimately waits while Q is closed, missing or at its
 // ceiling and another queue R claims the room under R's share for a gang
 // that could use it (that gang is bound, or tried and blocked, by quiet).
-// Members of gangs of several pods are not checked (their fit is a
-// packing problem across nodes; the audit covers their accounting). A
-// flagged pod gets idleGrace to be placed (a pod in backoff waits up to
-// 10 s, kube-scheduler's podMaxBackoffSeconds): one still waiting then
-// fails the test.
-//
-// Three known issues are logged ("KNOWN ISSUE"), once a pod, rather than
-// failed (queueMayPlace tells them apart); the first two are not waited
-// for:
-//   - members off the divided nodes: a queue's allocated counts its
-//     members bound to cordoned or deleted nodes, outside the total the
-//     queues divide, so the queues can hold more than the total and the
-//     accounting has nothing to lend while room on the schedulable nodes
-//     is idle (any flag not lent while such members exist);
-//   - claims of gangs that cannot start: a queue below its share claims
-//     room for pending gangs with fewer live members than their minimum
-//     (or no PodGroup), which the accounting neither places nor blocks;
-//   - inqueue held at quiet: a queue within its share but for its
-//     inqueue, held past idleGrace by gangs admitted and not placed.
+// Nothing else excuses it: not members of Q bound to cordoned or deleted
+// nodes (the accounting lends what queues hold off the divided nodes), not
+// a gang of R that cannot start (too few live members, no PodGroup: it
+// claims nothing), not Q's inqueue (an admission lasts one placement
+// attempt, so inqueue at quiet is held by no gang being placed). Members
+// of gangs of several pods are not checked (their fit is a packing
+// problem across nodes; the audit covers their accounting). A flagged pod
+// gets idleGrace to be placed (a pod in backoff waits up to 10 s,
+// kube-scheduler's podMaxBackoffSeconds): one still waiting then fails the
+// test, with the queue's figures and the cluster described
+// (soak_idle_test.go).
 func TestSoak(t *testing.T) {
 	seed, steps := soakSeed(t), soakStepCount(t)
 	t.Logf("soak: seed %d, %d steps (rerun with MUSTER_SOAK_SEED=%d)", seed, steps, seed)
@@ -95,7 +86,7 @@ func TestSoak(t *testing.T) {
 		t: t, e: e, seed: seed, steps: steps,
 		rng:    rand.New(rand.NewPCG(uint64(seed), 0x50a6)),
 		config: withPluginArgs(t, gangConfig(t), "Proportion", map[string]any{"auditIntervalSeconds": 0}),
-		counts: map[string]int{}, knownSteps: map[int]bool{}, knownPods: map[string]bool{},
+		counts: map[string]int{},
 	}
 	t.Cleanup(s.cleanup)
 	for range 3 {
@@ -113,9 +104,8 @@ func TestSoak(t *testing.T) {
 			t.Logf("soak: %d steps in %v, 0 drift", s.step, time.Since(start).Round(time.Second))
 		}
 	}
-	t.Logf("soak: seed %d, %d steps in %v (%v waiting for quiet), 0 drift, %d idle flags resolved within the grace, "+
-		"%d steps with a known issue (%d pods); steps per kind: %v", seed, steps, time.Since(start).Round(time.Second),
-		s.quiet.Round(time.Second), s.resolved, len(s.knownSteps), len(s.knownPods), s.counts)
+	t.Logf("soak: seed %d, %d steps in %v (%v waiting for quiet), 0 drift, %d idle flags resolved within the grace; "+
+		"steps per kind: %v", seed, steps, time.Since(start).Round(time.Second), s.quiet.Round(time.Second), s.resolved, s.counts)
 }
 
 const (
@@ -152,10 +142,6 @@ type soak struct {
 	// the time spent waiting for quiet after the steps.
 	resolved int
 	quiet    time.Duration
-	// knownSteps and knownPods are the steps and pods with a flag of a
-	// known issue (see noteKnown).
-	knownSteps map[int]bool
-	knownPods  map[string]bool
 }
 
 func soakSeed(t *testing.T) int64 {
@@ -300,342 +286,110 @@ func (s *soak) audit() {
 	}
 }
 
-// checkIdle fails the run when a pod waits, past idleGrace, while room it
-// fits is idle (see TestSoak). Flags of the known issues are logged, once
-// a pod (noteKnown).
-func (s *soak) checkIdle() {
-	s.t.Helper()
-	flagged := s.idle()
-	s.noteKnown(flagged)
-	if len(flagged) == 0 {
-		return
-	}
-	start := time.Now()
-	for time.Since(start) < idleGrace {
-		time.Sleep(200 * time.Millisecond)
-		now := s.idle()
-		s.noteKnown(now)
-		for pod := range flagged {
-			if _, ok := now[pod]; !ok {
-				delete(flagged, pod)
-			}
-		}
-		if len(flagged) == 0 {
-			s.resolved++
-			return
-		}
-	}
-	var why []string
-	for pod, f := range flagged {
-		if f.late {
-			f.known = true
-			s.noteKnown(map[string]idleFlag{pod: f})
-			continue
-		}
-		why = append(why, f.why)
-	}
-	if len(why) == 0 {
-		return
-	}
-	sort.Strings(why)
-	s.fatalf("room idle while pods that fit it wait, for %v:\n  %s\n%s", idleGrace, strings.Join(why, "\n  "), s.describe())
+// soakStep is one kind of step: run does it and says what it did, or
+// returns "" when it does not apply now (another kind is drawn).
+type soakStep struct {
+	name   string
+	weight int
+	run    func(s *soak) string
 }
 
-// noteKnown logs and drops the flags of known issues.
-func (s *soak) noteKnown(flags map[string]idleFlag) {
-	for pod, f := range flags {
-		if !f.known {
-			continue
-		}
-		delete(flags, pod)
-		s.knownSteps[s.step] = true
-		if !s.knownPods[pod] {
-			s.knownPods[pod] = true
-			s.t.Logf("step %d (seed %d), not failed: %s", s.step, s.seed, f.why)
+// soakSteps are the kinds of step and how often each is drawn; restart is
+// about 2 % of the steps.
+var soakSteps = []soakStep{
+	{"plain pods", 10, createPlainPods},
+	{"queue pods", 12, createQueuePods},
+	{"PodGroup gang", 8, createPodGroupGang},
+	{"label gang", 4, createLabelGang},
+	{"create and delete", 6, createAndDelete},
+	{"delete pods", 8, deletePods},
+	{"finish pods", 5, finishPods},
+	{"reap pods", 5, reapPods},
+	{"delete PodGroup", 4, deletePodGroup},
+	{"create queue", 4, createQueue},
+	{"close or open queue", 4, toggleQueue},
+	{"reweight queue", 4, reweightQueue},
+	{"delete queue", 2, deleteQueue},
+	{"add node", 4, addNodeStep},
+	{"cordon or uncordon node", 4, cordonStep},
+	{"delete node", 3, deleteNodeStep},
+	{"restart scheduler", 2, restartStep},
+}
+
+// pickAndRun draws kinds by weight until one applies, and runs it.
+func (s *soak) pickAndRun() (string, string) {
+	total := 0
+	for _, k := range soakSteps {
+		total += k.weight
+	}
+	for {
+		n := s.rng.IntN(total)
+		for _, k := range soakSteps {
+			if n -= k.weight; n < 0 {
+				if what := k.run(s); what != "" {
+					return k.name, what
+				}
+				break
+			}
 		}
 	}
 }
 
-// idleFlag is why a pod is flagged; known marks a known issue, logged at
-// once, late one logged only once it has lasted idleGrace.
-type idleFlag struct {
-	why         string
-	known, late bool
-}
-
-// idle returns the pods waiting that fit idle room, with why, by name.
-func (s *soak) idle() map[string]idleFlag {
-	s.t.Helper()
-	pods, nodes := s.pods(), s.nodes()
-	free := map[string]queue.Vector{}
-	for _, n := range nodes {
-		if usable(n) {
-			free[n.Name] = queue.FromList(n.Status.Allocatable)
-		}
-	}
-	nominated := map[string]string{}
-	for _, p := range pods {
-		switch {
-		case p.Spec.NodeName != "" && !finished(p):
-			if room, ok := free[p.Spec.NodeName]; ok {
-				room.Sub(requests(p))
-			}
-		case p.Spec.NodeName == "" && p.Status.NominatedNodeName != "":
-			if room, ok := free[p.Status.NominatedNodeName]; ok {
-				room.Sub(requests(p))
-				nominated[p.Name] = p.Status.NominatedNodeName
-			}
-		}
-	}
+// describe renders the queues' figures and the pods, for a failure.
+func (s *soak) describe() string {
+	var b strings.Builder
 	snap := s.sched.Queues().Refresh()
-	out := map[string]idleFlag{}
-	for _, p := range pods {
-		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || finished(p) {
-			continue
-		}
-		req := requests(p)
-		node := fittingNode(free, req, nominated[p.Name], p)
-		if node == "" {
-			continue
-		}
-		_, inGang := p.Labels[v1alpha1.LabelPodGroup]
-		q, inQueue := p.Labels[v1alpha1.LabelQueue]
-		switch {
-		case !inGang && !inQueue:
-			out[p.Name] = idleFlag{why: fmt.Sprintf("pod %s (no gang, no queue, %v) fits node %s (free %v)", p.Name, req, node, free[node])}
-		case !inGang:
-			if why, known, late := s.queueMayPlace(snap, q, req, pods, free); why != "" {
-				why = fmt.Sprintf("pod %s (queue %s, %v) fits node %s (free %v): %s", p.Name, q, req, node, free[node], why)
-				out[p.Name] = idleFlag{why: why, known: known, late: late}
-			}
-		}
-	}
-	return out
-}
-
-// fittingNode returns a node whose free room takes req, counting back the
-// pod's own nomination; "" when none does.
-func fittingNode(free map[string]queue.Vector, req queue.Vector, own string, p *v1.Pod) string {
-	names := make([]string, 0, len(free))
-	for n := range free {
-		names = append(names, n)
+	fmt.Fprintf(&b, "total %v, off nodes %v, unclaimed %v\n", snap.Total, snap.OffNodes, snap.Unclaimed())
+	names := make([]string, 0, len(snap.Queues))
+	for name := range snap.Queues {
+		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		room := free[n].Clone()
-		if n == own {
-			room.Add(requests(p))
-		}
-		if ok, _ := req.Fits(room); ok {
-			return n
-		}
+	for _, name := range names {
+		f := snap.Queues[name]
+		fmt.Fprintf(&b, "queue %s: closed %v weight %d allocated %v request %v inqueue %v deserved %v realCapability %v\n",
+			name, f.Closed, f.Weight, f.Allocated, f.Request, f.Inqueue, f.Deserved, f.RealCapability)
 	}
-	return ""
+	snap.RangeGangs(func(k gang.Key, g *queue.GangFigures) bool {
+		if g.Next != nil || g.Admitted {
+			fmt.Fprintf(&b, "gang %s: queue %s min %v allocated %v next %v blocked %v admitted %v\n", k, g.Queue, g.MinResources, g.Allocated, g.Next, g.Blocked, g.Admitted)
+		}
+		return true
+	})
+	for _, p := range s.pods() {
+		fmt.Fprintf(&b, "pod %s: node %q phase %s deleting %v labels %v requests %v\n",
+			p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, p.Labels, requests(p))
+	}
+	for _, n := range s.nodes() {
+		fmt.Fprintf(&b, "node %s: unschedulable %v allocatable %v\n", n.Name, n.Spec.Unschedulable, queue.FromList(n.Status.Allocatable))
+	}
+	return b.String()
 }
 
-// queueMayPlace says why queue q should place a gang of one of req now
-// (see TestSoak), or "" when it may legitimately wait; known when the
-// known issue explains it (offDivided).
-func (s *soak) queueMayPlace(snap *queue.Snapshot, q string, req queue.Vector, pods []*v1.Pod, free map[string]queue.Vector) (why string, known, late bool) {
-	f := snap.Queues[q]
-	if f == nil || f.Closed || f.Invalid != "" || !f.IsLeaf() {
-		return "", false, false
+// pods lists the case's pods, by name.
+func (s *soak) pods() []*v1.Pod {
+	s.t.Helper()
+	list, err := cluster.Client.CoreV1().Pods(s.e.ns).List(s.e.ctx, metav1.ListOptions{})
+	if err != nil {
+		s.fatalf("listing pods: %v", err)
 	}
-	held := f.Allocated.Clone()
-	held.Add(req)
-	if ok, _ := held.Fits(f.RealCapability); !ok {
-		return "", false, false
-	}
-	// Σ inqueue + req ≤ overcommit · allocatable − used.
-	limit := queue.Vector{}
-	for r, a := range snap.Allocatable {
-		limit[r] = int64(queue.DefaultOvercommitFactor*float64(a)) - snap.Used[r]
-	}
-	for _, g := range snap.Queues {
-		if g.IsLeaf() {
-			limit.Sub(g.Inqueue)
-		}
-	}
-	if ok, _ := req.Fits(limit); !ok {
-		return "", false, false
-	}
-	figures := fmt.Sprintf("allocated %v inqueue %v elastic %v deserved %v realCapability %v, unclaimed %v",
-		f.Allocated, f.Inqueue, f.Elastic, f.Deserved, f.RealCapability, snap.Unclaimed())
-	withinShare, _ := snap.FitsCeiling(q, req)
-	committed := f.Allocated.Clone()
-	committed.Add(f.Inqueue)
-	committed.Sub(f.Elastic)
-	committed.Add(req)
-	if ok, _ := committed.Fits(f.Deserved); ok && withinShare {
-		return "within its deserved share: " + figures, false, false
-	}
-	if withinShare && positiveSome(f.Inqueue) {
-		// The third: inqueue that no gang being placed explains.
-		var admitted []string
-		snap.RangeGangs(func(k gang.Key, g *queue.GangFigures) bool {
-			if g.Queue == q && g.Admitted {
-				admitted = append(admitted, fmt.Sprintf("%s (min %v allocated %v next %v blocked %v)", k, g.MinResources, g.Allocated, g.Next, g.Blocked))
-			}
-			return true
-		})
-		sort.Strings(admitted)
-		return "KNOWN ISSUE (inqueue held at quiet): within its share but for its inqueue, held by admitted gangs " +
-			fmt.Sprint(admitted) + ": " + figures, false, true
-	}
-	if !f.Reclaimable {
-		return "", false, false // lent nothing: what it held above its share could not be taken back
-	}
-	claim, stuck := s.claimant(snap, q, pods, free)
-	if claim != "" {
-		return "", false, false
-	}
-	lent := snap.Lends(q, req, nil, true) && snap.Lends(q, req, nil, false)
-	why = fmt.Sprintf("above its share, and no other queue has a pending gang that could use the room (the accounting lends it: %v): %s", lent, figures)
-	// The known issue: the queues' allocated counts members bound to
-	// nodes outside the divided total, so the queues hold more than the
-	// total and the accounting has nothing to lend.
-	// Any such member distorts every queue's share and the room lent, so
-	// a flag while one exists is put down to it.
-	off := offDivided(pods, free)
-	if !lent && positiveSome(off) {
-		return "KNOWN ISSUE (members off the divided nodes): " + why +
-			fmt.Sprintf("; the queues' allocated counts %v of members bound to nodes outside the divided total (cordoned or deleted)", off), true, false
-	}
-	// The second: room under a queue's share is claimed for gangs of it
-	// that cannot start (too few live members, no PodGroup).
-	unheld := snap.Total.Clone()
-	for _, g := range snap.Queues {
-		if g.IsLeaf() {
-			unheld.Sub(g.Allocated)
-			unheld.Sub(g.Inqueue)
-		}
-	}
-	if ok, _ := req.Fits(unheld); !lent && len(stuck) > 0 && ok {
-		return "KNOWN ISSUE (claims of gangs that cannot start): " + why +
-			fmt.Sprintf("; free room %v is claimed under their share for gangs that cannot start: %v", unheld, stuck), true, false
-	}
-	return why, false, false
-}
-
-// offDivided sums the requests of the unfinished members of gangs and
-// queues bound to nodes that are not in free (cordoned, deleted).
-func offDivided(pods []*v1.Pod, free map[string]queue.Vector) queue.Vector {
-	out := queue.Vector{}
-	for _, p := range pods {
-		_, inGang := p.Labels[v1alpha1.LabelPodGroup]
-		_, inQueue := p.Labels[v1alpha1.LabelQueue]
-		if _, counted := free[p.Spec.NodeName]; p.Spec.NodeName != "" && !counted && !finished(p) && (inGang || inQueue) {
-			out.Add(requests(p))
-		}
+	out := make([]*v1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
 	}
 	return out
 }
 
-// claimant names another open queue that claims room under its share for
-// a pending gang that could use it: valid (its PodGroup, if it names one,
-// exists; at least its minimum of members live, finished ones not
-// counted) and its pending members fitting the free room, placed
-// first-fit; "" when none does. stuck lists the pending gangs of such
-// queues that are not valid: they cannot start.
-func (s *soak) claimant(snap *queue.Snapshot, q string, pods []*v1.Pod, free map[string]queue.Vector) (claim string, stuck []string) {
-	groups := map[string]*v1alpha1.PodGroup{}
-	list, err := cluster.Muster.SchedulingV1alpha1().PodGroups(s.e.ns).List(s.e.ctx, metav1.ListOptions{})
+// nodes lists the cluster's nodes, by name.
+func (s *soak) nodes() []*v1.Node {
+	s.t.Helper()
+	list, err := cluster.Client.CoreV1().Nodes().List(s.e.ctx, metav1.ListOptions{})
 	if err != nil {
-		s.fatalf("listing PodGroups: %v", err)
+		s.fatalf("listing nodes: %v", err)
 	}
+	out := make([]*v1.Node, len(list.Items))
 	for i := range list.Items {
-		groups[list.Items[i].Name] = &list.Items[i]
+		out[i] = &list.Items[i]
 	}
-	type pending struct {
-		queue       string
-		min, live   int
-		noGroup     bool
-		pendingPods []*v1.Pod
-	}
-	gangs := map[string]*pending{}
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil || finished(p) {
-			continue
-		}
-		key, g := p.Name, &pending{queue: p.Labels[v1alpha1.LabelQueue], min: 1}
-		if name, ok := p.Labels[v1alpha1.LabelPodGroup]; ok {
-			key = "gang " + name
-			if min, ok := p.Labels[v1alpha1.LabelMinAvailable]; ok {
-				fmt.Sscan(min, &g.min)
-			} else if pg := groups[name]; pg != nil {
-				g.min = int(pg.Spec.MinMember)
-				if pg.Spec.Queue != "" {
-					g.queue = pg.Spec.Queue
-				}
-			} else {
-				g.noGroup = true
-			}
-		} else if g.queue == "" {
-			continue // in no gang and no queue
-		}
-		if g.queue == "" {
-			g.queue = v1alpha1.DefaultQueue
-		}
-		if have := gangs[key]; have != nil {
-			g = have
-		} else {
-			gangs[key] = g
-		}
-		g.live++
-		if p.Spec.NodeName == "" {
-			g.pendingPods = append(g.pendingPods, p)
-		}
-	}
-	keys := make([]string, 0, len(gangs))
-	for k := range gangs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		g := gangs[k]
-		f := snap.Queues[g.queue]
-		if g.queue == q || len(g.pendingPods) == 0 || f == nil || f.Closed || !f.IsLeaf() {
-			continue
-		}
-		want := queue.Vector{}
-		for r, d := range f.Deserved {
-			want[r] = min(d, f.Request[r])
-		}
-		want.Sub(f.Allocated)
-		want.Sub(f.Inqueue)
-		switch {
-		case !positiveSome(want):
-		case g.noGroup || g.live < g.min:
-			stuck = append(stuck, fmt.Sprintf("%s of queue %s (%d live of minimum %d, PodGroup missing %v)", k, g.queue, g.live, g.min, g.noGroup))
-		case fitFirst(free, g.pendingPods):
-			return fmt.Sprintf("queue %s claims %v for %s", g.queue, want, k), nil
-		}
-	}
-	return "", stuck
-}
-
-func positiveSome(v queue.Vector) bool {
-	for _, n := range v {
-		if n > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// fitFirst reports whether the pods fit the free room, each on the first
-// node that has room left for it.
-func fitFirst(free map[string]queue.Vector, pods []*v1.Pod) bool {
-	room := map[string]queue.Vector{}
-	for n, v := range free {
-		room[n] = v.Clone()
-	}
-	for _, p := range pods {
-		node := fittingNode(room, requests(p), "", p)
-		if node == "" {
-			return false
-		}
-		room[node].Sub(requests(p))
-	}
-	return true
+	return out
 }
