@@ -46,7 +46,7 @@ func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
 		case <-ctx.Done():
 			return
 		case <-s.Freed():
-		case <-s.QueuesChangedCh():
+		case <-s.QueueChanges():
 			all = true
 		case <-changed:
 			now := s.Refresh().Unclaimed()

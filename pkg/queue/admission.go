@@ -81,10 +81,8 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 	s.mu.Lock()
 	s.admitted[st.Key] = true
 	s.dirty[st.Key] = true
+	s.updateFigures(st.Key, func(g *GangFigures) { g.Admitted = true })
 	s.mu.Unlock()
-	admitted := *g
-	admitted.Admitted = true
-	s.figures.Store(st.Key, &admitted)
 	return true, ""
 }
 

@@ -55,7 +55,7 @@ func (c *cluster) differencesLocked() (map[string]string, expected, error) {
 		if had {
 			matched++
 		}
-		bound := p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+		bound := isBound(p)
 		if !bound && !had {
 			continue
 		}
@@ -127,7 +127,7 @@ func (c *cluster) audit(previous map[string]string) (map[string]string, map[stri
 			if b.unmanaged {
 				sums["unmanaged"].Add(b.requests)
 			}
-		case !b.unmanaged:
+		case !b.unmanaged && !b.deleting:
 			sums["off nodes"].Add(b.requests)
 		}
 	}
@@ -139,6 +139,14 @@ func (c *cluster) audit(previous map[string]string) (map[string]string, map[stri
 		}
 		if d := difference(s.v, before[name]); d != nil {
 			drift[name] = d
+		}
+	}
+	if len(drift) > 0 {
+		// The per-node sums, which a node entering or leaving the count
+		// applies, may have drifted with the totals.
+		clear(c.on)
+		for _, b := range c.pods {
+			c.addToNodeLocked(b, 1)
 		}
 	}
 	c.publishLocked()

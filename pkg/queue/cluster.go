@@ -61,6 +61,8 @@ type boundPod struct {
 	node      string
 	requests  Vector
 	unmanaged bool
+	// deleting: the pod is being deleted; its gang no longer counts it.
+	deleting bool
 	// version is the resourceVersion of the pod the record was made from.
 	version string
 }
@@ -68,25 +70,32 @@ type boundPod struct {
 // boundPodOf is the record of a pod: ok is false when the pod is not bound
 // or has finished.
 func (c *cluster) boundPodOf(p *v1.Pod) (b boundPod, ok bool) {
-	if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+	if !isBound(p) {
 		return boundPod{}, false
 	}
 	_, managed := c.keyOf(p)
 	return boundPod{
 		node: p.Spec.NodeName, requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})),
-		unmanaged: !managed, version: p.ResourceVersion,
+		unmanaged: !managed, deleting: p.DeletionTimestamp != nil, version: p.ResourceVersion,
 	}, true
+}
+
+// isBound reports whether the pod is bound to a node and unfinished.
+func isBound(p *v1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
 }
 
 // same reports whether two records count the same.
 func (b boundPod) same(o boundPod) bool {
-	return b.node == o.node && b.unmanaged == o.unmanaged && b.requests.Equal(o.requests)
+	return b.node == o.node && b.unmanaged == o.unmanaged && b.deleting == o.deleting && b.requests.Equal(o.requests)
 }
 
-// nodePods sums the requests of a node's bound pods.
+// nodePods sums the requests of a node's bound pods: all of them, those
+// in no gang and no queue, and the managed ones not being deleted (what
+// their gangs count).
 type nodePods struct {
-	used, unmanaged Vector
-	count           int
+	used, unmanaged, managed Vector
+	count                    int
 }
 
 // sum is a vector that totals hands out to be read without the lock: a
@@ -220,8 +229,7 @@ func (c *cluster) countPodsLocked(node string, sign int64) {
 	if np := c.on[node]; np != nil {
 		addScaled(c.used.own(), np.used, sign)
 		addScaled(c.unmanaged.own(), np.unmanaged, sign)
-		addScaled(c.offNodes.own(), np.used, -sign)
-		addScaled(c.offNodes.own(), np.unmanaged, sign)
+		addScaled(c.offNodes.own(), np.managed, -sign)
 	}
 }
 
@@ -293,21 +301,10 @@ func (c *cluster) setPod(obj any) {
 // placeLocked adds (sign 1) or takes out (−1) a bound pod's requests:
 // from its node's, and from the sums while its node is counted. c.mu held.
 func (c *cluster) placeLocked(b boundPod, sign int64) {
-	np := c.on[b.node]
-	if np == nil {
-		np = &nodePods{used: Vector{}, unmanaged: Vector{}}
-		c.on[b.node] = np
-	}
-	np.count += int(sign)
-	addScaled(np.used, b.requests, sign)
-	if b.unmanaged {
-		addScaled(np.unmanaged, b.requests, sign)
-	}
-	if np.count == 0 {
-		delete(c.on, b.node)
-	}
+	c.addToNodeLocked(b, sign)
 	if _, counted := c.nodes[b.node]; !counted {
-		if !b.unmanaged {
+		if !b.unmanaged && !b.deleting {
+			c.generation++
 			addScaled(c.offNodes.own(), b.requests, sign)
 		}
 		return
@@ -316,6 +313,27 @@ func (c *cluster) placeLocked(b boundPod, sign int64) {
 	if b.unmanaged {
 		c.generation++
 		addScaled(c.unmanaged.own(), b.requests, sign)
+	}
+}
+
+// addToNodeLocked adds (sign 1) or takes out (−1) a bound pod's requests
+// from its node's sums. c.mu held.
+func (c *cluster) addToNodeLocked(b boundPod, sign int64) {
+	np := c.on[b.node]
+	if np == nil {
+		np = &nodePods{used: Vector{}, unmanaged: Vector{}, managed: Vector{}}
+		c.on[b.node] = np
+	}
+	np.count += int(sign)
+	addScaled(np.used, b.requests, sign)
+	switch {
+	case b.unmanaged:
+		addScaled(np.unmanaged, b.requests, sign)
+	case !b.deleting:
+		addScaled(np.managed, b.requests, sign)
+	}
+	if np.count == 0 {
+		delete(c.on, b.node)
 	}
 }
 

@@ -2,20 +2,12 @@ package queue
 
 import "github.com/muster-sched/muster/pkg/gang"
 
-// Under Proportion a queue places work only up to its deserved share, and
-// shares rarely divide into whole pods: three queues of 16 cpu deserve
-// 5⅓ each, place 5, and one cpu stays idle while all three have pods that
-// fit it. Room that no queue can claim under its own share is lent: a
-// reclaimable queue may place beyond its deserved share, up to its
-// realCapability, on what is left once every other queue's claim is set
-// aside. A queue's claim is the room it may still fill under its share,
-// min(deserved, request) − allocated − inqueue, counted only while one of
-// its gangs could use it: not blocked (Block), and needing no more than
-// that (Next). What a queue holds above its deserved share is what reclaim
-// takes first when a queue below its share needs it, and a queue reclaims
-// only what it then holds within its own share, so lent room never goes
-// back and forth. Which queue gets the room is the scheduling queue's
-// order: the pod first in it (queue least into its share first) takes it.
+// Lending (Proportion; docs/design-notes.md, "Room no queue can claim is
+// lent"): a reclaimable queue may place beyond its deserved share, up to
+// its realCapability, on the room left once every other queue's claim is
+// set aside. A queue's claim is min(deserved, request) − allocated −
+// inqueue, counted while one of its gangs could use it: not blocked
+// (State.Block) and needing no more than that (GangFigures.Next).
 
 // lending is what a snapshot lends from: room not held or admitted, and
 // each leaf queue's claim on it.
@@ -24,43 +16,61 @@ type lending struct {
 	claims map[string]Vector
 }
 
-// lend computes the snapshot's lending once.
+// lendEntry is a lending with the State version it was computed at.
+type lendEntry struct {
+	version uint64
+	l       *lending
+}
+
+// lend returns the snapshot's lending, computed once per State version:
+// under contention most scheduling cycles refresh without a change, and
+// computing it ranges over every gang.
 func (snap *Snapshot) lend() *lending {
 	snap.lendingOnce.Do(func() {
-		l := &snap.lending
-		// What the queues hold on nodes outside Total takes nothing of it.
-		l.free, l.claims = snap.Total.Clone(), map[string]Vector{}
-		l.free.Add(snap.OffNodes)
-		rooms := map[string]Vector{}
-		for name, f := range snap.Queues {
-			if !f.IsLeaf() || f.Invalid != "" {
-				continue
-			}
-			l.free.Sub(f.Allocated)
-			l.free.Sub(f.Inqueue)
-			if !snap.admits(name) {
-				continue
-			}
-			want := Vector{}
-			for k, d := range f.Deserved {
-				want[k] = min(d, f.Request[k])
-			}
-			committed := f.Allocated.Clone()
-			committed.Add(f.Inqueue)
-			if room := positive(want, committed); room != nil {
-				rooms[name] = room
-			}
+		cache := &snap.state.lendCache
+		if e := cache.Load(); e != nil && e.version == snap.version {
+			snap.lending = e.l
+			return
 		}
-		snap.RangeGangs(func(_ gang.Key, g *GangFigures) bool {
-			room, ok := rooms[g.Queue]
-			if ok && !g.Blocked && g.Next != nil && fitsIn(g.Next, room) {
-				l.claims[g.Queue] = room
-				delete(rooms, g.Queue)
-			}
-			return len(rooms) > 0
-		})
+		snap.lending = snap.computeLending()
+		cache.Store(&lendEntry{version: snap.version, l: snap.lending})
 	})
-	return &snap.lending
+	return snap.lending
+}
+
+func (snap *Snapshot) computeLending() *lending {
+	// What the queues hold on nodes outside Total takes nothing of it.
+	l := &lending{free: snap.Total.Clone(), claims: map[string]Vector{}}
+	l.free.Add(snap.OffNodes)
+	rooms := map[string]Vector{}
+	for name, f := range snap.Queues {
+		if !f.IsLeaf() || f.Invalid != "" {
+			continue
+		}
+		l.free.Sub(f.Allocated)
+		l.free.Sub(f.Inqueue)
+		if !snap.admits(name) {
+			continue
+		}
+		want := Vector{}
+		for k, d := range f.Deserved {
+			want[k] = min(d, f.Request[k])
+		}
+		committed := f.Allocated.Clone()
+		committed.Add(f.Inqueue)
+		if room := positive(want, committed); room != nil {
+			rooms[name] = room
+		}
+	}
+	snap.RangeGangs(func(_ gang.Key, g *GangFigures) bool {
+		room, ok := rooms[g.Queue]
+		if ok && !g.Blocked && g.Next != nil && fitsIn(g.Next, room) {
+			l.claims[g.Queue] = room
+			delete(rooms, g.Queue)
+		}
+		return len(rooms) > 0
+	})
+	return l
 }
 
 // admits reports whether the queue and every ancestor are open and valid.
@@ -126,11 +136,11 @@ func (snap *Snapshot) Lends(queue string, need, held Vector, admission bool) boo
 	return fitsIn(need, room)
 }
 
-// FitsIn reports whether v ≤ limit in every dimension where v > 0.
+// FitsIn reports whether v ≤ limit in every dimension where v > 0, a
+// dimension limit does not name having none (Vector.Fits: unlimited).
 func FitsIn(v, limit Vector) bool { return fitsIn(v, limit) }
 
-// fitsIn reports whether v ≤ limit in every dimension where v > 0 (a
-// dimension limit does not name has none).
+// fitsIn is FitsIn.
 func fitsIn(v, limit Vector) bool {
 	for k, n := range v {
 		if n > 0 && n > limit[k] {

@@ -60,6 +60,11 @@ type State struct {
 	// locks by QueueSort.
 	figures sync.Map
 	last    atomic.Pointer[Snapshot]
+	// version counts the changes of gang figures, queue usage, the
+	// division and the cluster's total: a snapshot of the same version
+	// lends as one before it (lendCache).
+	version   uint64
+	lendCache atomic.Pointer[lendEntry]
 	// audits is what the audit keeps between audits (see Audit).
 	audits auditor
 	// division is the last computed division of the cluster.
@@ -90,9 +95,12 @@ type Snapshot struct {
 	// queues hold them, outside Total.
 	OffNodes Vector
 	state    *State
-	// lending is computed on first use (see Lends).
+	// version is the State's when the snapshot was made; lending is
+	// computed on first use (see Lends), or reused from a snapshot of the
+	// same version.
+	version     uint64
 	lendingOnce sync.Once
-	lending     lending
+	lending     *lending
 }
 
 // GangFigures are one gang's place in the accounting. Values are never modified
@@ -260,6 +268,7 @@ func (s *State) Refresh() *Snapshot {
 		clear(s.dirty)
 	}
 	if s.total == nil || t.generation != s.totalGeneration {
+		s.version++
 		s.total, s.totalGeneration = t.allocatable.Clone(), t.generation
 		for k, n := range t.unmanaged {
 			if n > 0 {
@@ -273,7 +282,9 @@ func (s *State) Refresh() *Snapshot {
 	} else {
 		s.division = newDivision(s.policy, snap.Total, queues, s.usage)
 		snap.Queues = s.division.figs
+		s.version++
 	}
+	snap.version = s.version
 	clear(s.moved)
 	for _, f := range snap.Queues {
 		if !f.shareKnown {
@@ -298,6 +309,7 @@ func (s *State) refreshGang(key gang.Key) {
 		delete(s.blocked, key)
 		delete(s.rehomed, key)
 		s.figures.Delete(key)
+		s.version++
 		return
 	}
 	q := s.queueOf(&st)
@@ -334,6 +346,7 @@ func (s *State) refreshGang(key gang.Key) {
 		g.DominantShare = dominantShareOf(st.Bound, last.Total)
 	}
 	s.figures.Store(key, g)
+	s.version++
 }
 
 // contributionOf is what the gang adds to its queue q, given its figures.
@@ -372,6 +385,7 @@ func (s *State) apply(c contribution, sign int64) {
 	addScaled(u.Elastic, c.elastic, sign)
 	s.usage[c.queue] = u
 	s.moved[c.queue] = true
+	s.version++
 }
 
 func addScaled(sum, v Vector, sign int64) {

@@ -16,10 +16,10 @@ func (s *State) Freed() <-chan struct{} { return s.freed }
 // had its spec changed.
 func (s *State) QueuesChanged() { signal(s.queuesChanged) }
 
-// QueuesChangedCh receives, coalesced, when a Queue was added, deleted or
+// QueueChanges receives, coalesced, when a Queue was added, deleted or
 // had its spec changed: any waiting gang may now be admitted, or reclaim
 // (a weight raised), whatever refused it.
-func (s *State) QueuesChangedCh() <-chan struct{} { return s.queuesChanged }
+func (s *State) QueueChanges() <-chan struct{} { return s.queuesChanged }
 
 // Changed receives, coalesced, when some gang's usage changed: a member
 // placed, bound, finished or gone. Room no queue can claim may have
@@ -74,6 +74,7 @@ func (s *State) updateFigures(key gang.Key, f func(*GangFigures)) {
 		g := *v.(*GangFigures)
 		f(&g)
 		s.figures.Store(key, &g)
+		s.version++
 	}
 }
 

@@ -202,10 +202,11 @@ func need(st *gang.Status, requests v1.ResourceList) queue.Vector {
 }
 
 // held is the part of need already admitted to the gang: all of it while
-// an admitted gang is placed up to its minimum (its queue's inqueue holds
-// that room for it), none after.
+// a gang recorded as admitted (see queue.State.Admit) is placed up to its
+// minimum (its queue's inqueue holds that room for it), none after.
 func held(st *gang.Status, snap *queue.Snapshot, need queue.Vector) queue.Vector {
-	if g := snap.Gang(st.Key); g != nil && g.Admitted && !st.Ready() && st.Spec.MinMember > 1 {
+	recorded := st.Spec.MinMember > 1 || len(st.Spec.MinTaskMember) > 0
+	if g := snap.Gang(st.Key); g != nil && g.Admitted && !st.Ready() && recorded {
 		return need
 	}
 	return nil

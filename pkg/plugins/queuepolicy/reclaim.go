@@ -72,7 +72,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
-		pl.giveUp(key, requestsOf([]*v1.Pod{pod}), pl.state.Refresh()) // it cannot fit and will not reclaim
+		pl.state.Release(key) // it cannot fit and will not reclaim
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	st := pl.gangs.Status(key)
