@@ -113,7 +113,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if victims == nil {
 		// Nor can it hold its queue's admission while it waits: another
 		// gang of the queue may fit now (see queue.State.Release).
-		pl.giveUp(key, need, snap)
+		pl.giveUp(key, g.Queue, need, snap)
 		logger.V(3).Info("Reclaim cannot make the gang fit: evicting nothing", "gang", key, "candidates", len(units))
 		return nil, fwk.NewStatus(fwk.Unschedulable, "reclaim: no set of victims lets the whole gang fit")
 	}
@@ -148,14 +148,17 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 }
 
 // giveUp records a gang that cannot be placed, even by reclaim: it gives
-// back its admission, and when the nodes' free room (allocatable less
-// every bound pod, terminating ones included) would cover what it needs,
-// the gang cannot use that room and claims none of it (queue.State.Block).
-func (pl *Plugin) giveUp(key gang.Key, need queue.Vector, snap *queue.Snapshot) {
+// back its admission, and it claims no room under its queue's share
+// (queue.State.Block) until it is tried again, unless room is coming to
+// its queue (victims evicted for another of its gangs still terminating)
+// and the nodes' free room (allocatable less every bound pod, terminating
+// ones included) would not cover what it needs: then it waits for that
+// room, which is its share.
+func (pl *Plugin) giveUp(key gang.Key, q string, need queue.Vector, snap *queue.Snapshot) {
 	pl.state.Release(key)
 	free := snap.Allocatable.Clone()
 	free.Sub(snap.Used)
-	if queue.FitsIn(need, free) {
+	if queue.FitsIn(need, free) || !pl.records.reclaimingFor(q, snap) {
 		pl.state.Block(key)
 	}
 }

@@ -340,6 +340,24 @@ func (r *Records) terminating(preemptor gang.Key) int {
 	return n
 }
 
+// reclaimingFor reports whether victims evicted for a gang of queue q are
+// still terminating: room is coming to the queue.
+func (r *Records) reclaimingFor(q string, snap *queue.Snapshot) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for preemptor, victims := range r.evicted {
+		if g := snap.Gang(preemptor); g == nil || g.Queue != q {
+			continue
+		}
+		for _, v := range victims {
+			if r.gangs.HasMember(v.gang, v.uid) || r.onNode(v.node, v.uid) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // onNode reports whether this cycle's snapshot still has pod uid on node.
 func (r *Records) onNode(node string, uid types.UID) bool {
 	n, err := r.handle.SnapshotSharedLister().NodeInfos().Get(node)
