@@ -120,9 +120,10 @@ func (snap *Snapshot) Lends(queue string, need, held Vector, admission bool) boo
 			base.Add(f.Inqueue)
 			base.Sub(f.Elastic)
 		}
-		base.Add(need)
-		if !fitsIn(base, f.RealCapability) {
-			return false
+		for k, n := range need {
+			if n > 0 && base[k]+n > f.RealCapability[k] {
+				return false // only the resources it asks for limit it
+			}
 		}
 	}
 	l := snap.lend()
