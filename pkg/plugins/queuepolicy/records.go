@@ -328,12 +328,7 @@ func (r *Records) activate(key gang.Key) {
 func (r *Records) terminating(preemptor gang.Key) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
-	for _, v := range r.evicted[preemptor] {
-		if r.gangs.HasMember(v.gang, v.uid) || r.onNode(v.node, v.uid) {
-			n++
-		}
-	}
+	n := r.terminatingLocked(r.evicted[preemptor])
 	if n == 0 {
 		delete(r.evicted, preemptor)
 	}
@@ -349,13 +344,23 @@ func (r *Records) reclaimingFor(q string, snap *queue.Snapshot) bool {
 		if g := snap.Gang(preemptor); g == nil || g.Queue != q {
 			continue
 		}
-		for _, v := range victims {
-			if r.gangs.HasMember(v.gang, v.uid) || r.onNode(v.node, v.uid) {
-				return true
-			}
+		if r.terminatingLocked(victims) > 0 {
+			return true
 		}
 	}
 	return false
+}
+
+// terminatingLocked counts the victims still seen by the gang state or by
+// this cycle's snapshot. r.mu held.
+func (r *Records) terminatingLocked(victims []victim) int {
+	n := 0
+	for _, v := range victims {
+		if r.gangs.HasMember(v.gang, v.uid) || r.onNode(v.node, v.uid) {
+			n++
+		}
+	}
+	return n
 }
 
 // onNode reports whether this cycle's snapshot still has pod uid on node.
