@@ -65,7 +65,7 @@ func TestIdleRoomIsLent(t *testing.T) {
 					}
 				}
 				return true
-			}, 20*time.Second)
+			}, 5*time.Second) // at once, not on a periodic flush
 			t.Logf("16 of 16 %s in use %v after qc's pods were created: %v", tt.resource, time.Since(start).Round(time.Millisecond), use)
 			// And it stays: no queue takes the lent unit back and forth.
 			if got := e.useFor(tt.resource, 3*time.Second); !equalUse(got, use) {
