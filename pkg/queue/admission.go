@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -113,7 +114,7 @@ func (s *State) overcommitted(g *GangFigures, snap *Snapshot) (bool, v1.Resource
 		if !ok || g.MinResources[k] <= 0 {
 			return false
 		}
-		limit := int64(s.overcommit*float64(a)) - snap.Used[k]
+		limit := int64(math.Min(s.overcommit*float64(a), math.MaxInt64/2)) - snap.Used[k]
 		for _, f := range snap.Queues {
 			if f.IsLeaf() {
 				limit -= f.Inqueue[k]

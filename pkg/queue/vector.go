@@ -34,10 +34,28 @@ func (v Vector) addList(l v1.ResourceList) {
 	}
 }
 
-// quantity is q in a Vector's unit for resource name.
+// MaxQuantity bounds one quantity in a Vector (2^53 base units, millicores
+// for cpu: 9·10^12 cores, 8 PiB of memory), so that a sum of a thousand
+// of them cannot overflow int64.
+const MaxQuantity = 1 << 53
+
+// quantity is q in a Vector's unit for resource name, clamped to
+// [0, MaxQuantity]: a negative quantity (which only objects written before
+// validation refused them can hold) counts as none, a larger one as
+// MaxQuantity. (resource.Quantity's own int64 conversions wrap or round
+// to 0 beyond int64.)
 func quantity(name v1.ResourceName, q resource.Quantity) int64 {
+	if q.Sign() <= 0 {
+		return 0
+	}
 	if name == v1.ResourceCPU {
+		if q.CmpInt64(MaxQuantity/1000) >= 0 {
+			return MaxQuantity
+		}
 		return q.MilliValue()
+	}
+	if q.CmpInt64(MaxQuantity) >= 0 {
+		return MaxQuantity
 	}
 	return q.Value()
 }

@@ -3,6 +3,9 @@ package queue
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -58,5 +61,37 @@ func TestFitsCeiling(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestFromListClamps(t *testing.T) {
+	tests := []struct {
+		name string
+		in   v1.ResourceList
+		want Vector
+	}{
+		{"plain", v1.ResourceList{"cpu": resource.MustParse("1500m"), "memory": resource.MustParse("1Gi")}, Vector{"cpu": 1500, "memory": 1 << 30}},
+		{"pods dropped", v1.ResourceList{"pods": resource.MustParse("110")}, Vector{}},
+		{"negative counts as none", v1.ResourceList{"cpu": resource.MustParse("-2"), "nvidia.com/gpu": resource.MustParse("-1")}, Vector{"cpu": 0, "nvidia.com/gpu": 0}},
+		{"cpu beyond int64 millicores", v1.ResourceList{"cpu": resource.MustParse("10000000000000000")}, Vector{"cpu": MaxQuantity}},
+		{"cpu in exponent form", v1.ResourceList{"cpu": resource.MustParse("1e16")}, Vector{"cpu": MaxQuantity}},
+		{"cpu just below the bound", v1.ResourceList{"cpu": resource.MustParse("9007199254739")}, Vector{"cpu": 9007199254739000}},
+		{"memory beyond the bound", v1.ResourceList{"memory": resource.MustParse("100Ei")}, Vector{"memory": MaxQuantity}},
+		{"extended resource beyond int64", v1.ResourceList{"example.com/x": resource.MustParse("1e30")}, Vector{"example.com/x": MaxQuantity}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, FromList(tc.in)); diff != "" {
+				t.Errorf("FromList (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	// A thousand quantities at the bound sum without wrapping.
+	sum := Vector{}
+	for range 1000 {
+		sum.Add(FromList(v1.ResourceList{"cpu": resource.MustParse("1e30")}))
+	}
+	if sum["cpu"] <= 0 {
+		t.Errorf("sum of 1000 clamped quantities wrapped: %d", sum["cpu"])
 	}
 }

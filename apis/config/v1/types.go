@@ -32,7 +32,7 @@ type ProportionArgs struct {
 	// OvercommitFactor bounds admission: a gang starts only if its
 	// minResources plus what other admitted gangs still need fit within
 	// factor × the cluster's allocatable, less what is in use. Default 1.2;
-	// at least 1.
+	// from 1 to 100.
 	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
 	// DRFPreemption lets a gang evict members above minMember of another
 	// gang of the same queue and priority when that lowers the gap between
@@ -54,7 +54,7 @@ type ProportionArgs struct {
 type CapacityArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// OvercommitFactor: as for ProportionArgs. Default 1.2; at least 1.
+	// OvercommitFactor: as for ProportionArgs. Default 1.2; from 1 to 100.
 	OvercommitFactor *float64 `json:"overcommitFactor,omitempty"`
 	// DRFPreemption: as for ProportionArgs. Default false.
 	DRFPreemption *bool `json:"drfPreemption,omitempty"`

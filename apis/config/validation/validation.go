@@ -2,6 +2,7 @@
 package validation
 
 import (
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -37,10 +38,14 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	return errs.ToAggregate()
 }
 
+// MaxOvercommitFactor bounds the overcommit factor: beyond it admission
+// would no longer limit anything, and factor × allocatable could overflow.
+const MaxOvercommitFactor = 100
+
 // ValidateOvercommitFactor checks a queue policy's overcommit factor.
 func ValidateOvercommitFactor(path *field.Path, factor float64) error {
-	if factor < 1 {
-		return field.ErrorList{field.Invalid(path.Child("overcommitFactor"), factor, "must be at least 1")}.ToAggregate()
+	if !(factor >= 1 && factor <= MaxOvercommitFactor) { // NaN too
+		return field.ErrorList{field.Invalid(path.Child("overcommitFactor"), factor, fmt.Sprintf("must be between 1 and %d", MaxOvercommitFactor))}.ToAggregate()
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,6 +35,34 @@ func TestValidateGangArgs(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ValidateGangArgs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestValidateOvercommitFactor: the factor lies in [1, 100]; NaN and
+// infinities are refused.
+func TestValidateOvercommitFactor(t *testing.T) {
+	tests := []struct {
+		factor float64
+		want   string
+	}{
+		{factor: 1},
+		{factor: 1.2},
+		{factor: 100},
+		{factor: 0.5, want: "args.overcommitFactor: Invalid value: 0.5: must be between 1 and 100"},
+		{factor: 101, want: "args.overcommitFactor: Invalid value: 101: must be between 1 and 100"},
+		{factor: math.Inf(1), want: "args.overcommitFactor: Invalid value: +Inf: must be between 1 and 100"},
+		{factor: math.NaN(), want: "args.overcommitFactor: Invalid value: NaN: must be between 1 and 100"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.factor), func(t *testing.T) {
+			got := ""
+			if err := ValidateOvercommitFactor(field.NewPath("args"), tt.factor); err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ValidateOvercommitFactor (-want +got):\n%s", diff)
 			}
 		})
 	}
