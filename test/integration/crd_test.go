@@ -43,6 +43,11 @@ func TestPodGroupValidation(t *testing.T) {
 			wantErr: "spec.scheduleTimeoutSeconds: Invalid value: 0"},
 		{name: "queue not a name", spec: v1alpha1.PodGroupSpec{MinMember: 1, Queue: "Team A"},
 			wantErr: "spec.queue: Invalid value: \"Team A\""},
+		{name: "negative minResources", spec: v1alpha1.PodGroupSpec{MinMember: 1, MinResources: res("cpu", "4", "memory", "-1Gi")},
+			wantErr: "spec.minResources: Invalid value: quantities must not be negative"},
+		{name: "minResources beyond the bound", spec: v1alpha1.PodGroupSpec{MinMember: 1, MinResources: res("cpu", "10000000000000000")},
+			wantErr: "spec.minResources: Invalid value: quantities must not exceed 9P (9T for cpu)"},
+		{name: "minResources at the bound", spec: v1alpha1.PodGroupSpec{MinMember: 1, MinResources: res("cpu", "9T", "memory", "9P", "example.com/x", "9P")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +78,18 @@ func TestQueueValidation(t *testing.T) {
 		{name: "guarantee above capability", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{
 			Guarantee: res("nvidia.com/gpu", "8"), Capability: res("nvidia.com/gpu", "4"),
 		}}, wantErr: "spec.guarantee: Invalid value: guarantee must not exceed capability for any resource"},
+		{name: "negative capability", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Capability: res("cpu", "-1")}},
+			wantErr: "spec.capability: Invalid value: quantities must not be negative"},
+		{name: "negative guarantee", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Guarantee: res("memory", "-1Gi")}},
+			wantErr: "spec.guarantee: Invalid value: quantities must not be negative"},
+		{name: "negative deserved", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Deserved: res("nvidia.com/gpu", "-2")}},
+			wantErr: "spec.deserved: Invalid value: quantities must not be negative"},
+		{name: "capability beyond int64", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Capability: res("memory", "1e30")}},
+			wantErr: "spec.capability: Invalid value: quantities must not exceed 9P (9T for cpu)"},
+		{name: "guarantee cpu beyond the bound", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Guarantee: res("cpu", "1e16")}},
+			wantErr: "spec.guarantee: Invalid value: quantities must not exceed 9P (9T for cpu)"},
+		{name: "deserved beyond the bound", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Deserved: res("example.com/x", "10P")}},
+			wantErr: "spec.deserved: Invalid value: quantities must not exceed 9P (9T for cpu)"},
 		{name: "weight 0", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Weight: -1}},
 			wantErr: "spec.weight: Invalid value: -1: spec.weight in body should be greater than or equal to 1"},
 		{name: "parent is self", queue: v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "selfish"}, Spec: v1alpha1.QueueSpec{Parent: "selfish"}},

@@ -28,6 +28,8 @@ type PodGroupSpec struct {
 	// it. When empty it is derived from the requests of minMember members.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !quantity(string(self[r])).isLessThan(quantity('0')))",message="quantities must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(string(self[r])).compareTo(quantity(r == 'cpu' ? '9T' : '9P')) <= 0)",message="quantities must not exceed 9P (9T for cpu)"
 	MinResources map[corev1.ResourceName]resource.Quantity `json:"minResources,omitempty"`
 
 	// Queue is the leaf Queue the gang belongs to; empty means "default".

@@ -36,18 +36,24 @@ type QueueSpec struct {
 	// it does not name is unlimited (or inherited from the parent queue).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !quantity(string(self[r])).isLessThan(quantity('0')))",message="quantities must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(string(self[r])).compareTo(quantity(r == 'cpu' ? '9T' : '9P')) <= 0)",message="quantities must not exceed 9P (9T for cpu)"
 	Capability map[corev1.ResourceName]resource.Quantity `json:"capability,omitempty"`
 
 	// Guarantee is reserved for this queue: others never reclaim below it and
 	// it is kept out of what other queues divide.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !quantity(string(self[r])).isLessThan(quantity('0')))",message="quantities must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(string(self[r])).compareTo(quantity(r == 'cpu' ? '9T' : '9P')) <= 0)",message="quantities must not exceed 9P (9T for cpu)"
 	Guarantee map[corev1.ResourceName]resource.Quantity `json:"guarantee,omitempty"`
 
 	// Deserved is the queue's explicit share under the capacity policy: the
 	// line reclaim works to.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !quantity(string(self[r])).isLessThan(quantity('0')))",message="quantities must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(string(self[r])).compareTo(quantity(r == 'cpu' ? '9T' : '9P')) <= 0)",message="quantities must not exceed 9P (9T for cpu)"
 	Deserved map[corev1.ResourceName]resource.Quantity `json:"deserved,omitempty"`
 
 	// Reclaimable lets other queues take back what this queue holds above
