@@ -201,3 +201,37 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 		DeleteFunc: notify,
 	}
 }
+
+// priorityClassHandler resolves again the gangs whose PodGroup names a
+// PriorityClass that came, went or changed value. Classes change rarely:
+// every gang is looked at.
+func (m *Manager) priorityClassHandler() cache.ResourceEventHandler {
+	notify := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		o, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		var moved []Key
+		m.mu.Lock()
+		for key, g := range m.groups {
+			if pg := m.podGroup(key); pg != nil && pg.Spec.PriorityClassName == o.GetName() {
+				g.changed()
+				g.shape.Store(nil)
+				g.short.Store(0)
+				moved = append(moved, key)
+			}
+		}
+		m.mu.Unlock()
+		for _, key := range moved {
+			m.notify(key, releaseChange)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, newObj any) { notify(newObj) },
+		DeleteFunc: notify,
+	}
+}

@@ -52,6 +52,8 @@ type Manager struct {
 	// Get builds a NotFound error for every label-only gang, and QueueSort
 	// looks a gang's PodGroup up on every comparison.
 	pgStore, spStore cache.Store
+	// pcStore holds the PriorityClasses, which Muster PodGroups may name.
+	pcStore cache.Store
 	// podStores are the stores of the pod informers: the scheduler's (live
 	// pods) and the Manager's of terminated pods. A pod leaves the first
 	// when it finishes, and may be in the second already: only its absence
@@ -205,6 +207,14 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 	}
 	synced = append(synced, pgInformer.Informer().HasSynced)
 	mf.Start(ctx.Done())
+
+	pcInformer := informers.NewSharedInformerFactory(c.Kube, 0).Scheduling().V1().PriorityClasses().Informer()
+	m.pcStore = pcInformer.GetStore()
+	if _, err := pcInformer.AddEventHandler(m.priorityClassHandler()); err != nil {
+		return nil, err
+	}
+	synced = append(synced, pcInformer.HasSynced)
+	go pcInformer.RunWithContext(ctx)
 
 	if c.UpstreamPodGroups {
 		upInformer := informers.NewSharedInformerFactory(c.Kube, 0).Scheduling().V1beta1().PodGroups().Informer()

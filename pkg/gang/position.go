@@ -41,6 +41,9 @@ type Position struct {
 	Plan time.Time
 	// Created is the gang's creation time (see CreationTime).
 	Created time.Time
+	// Priority is the gang's priority class's value (see Spec.Priority);
+	// nil when its PodGroup names none.
+	Priority *int32
 }
 
 // Placing reports whether the gang's placement plan is being carried out
@@ -63,6 +66,7 @@ func (m *Manager) Position(key Key, uid types.UID, withStatus bool) Position {
 		if g.plan != nil {
 			pos.Plan = g.plan.Progress
 		}
+		pos.Priority = m.shapeLocked(key, g).spec.Priority
 	}
 	if !withStatus {
 		return pos

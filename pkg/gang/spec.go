@@ -7,7 +7,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -25,6 +27,19 @@ type Spec struct {
 	Timeout time.Duration
 	// PodGroup is the Muster PodGroup defining the gang, if one does.
 	PodGroup *v1alpha1.PodGroup
+	// Priority is the value of the PodGroup's priorityClassName: the
+	// gang's priority for ordering, preemption and reclaim. nil when it
+	// names none: the gang then has its members' priority.
+	Priority *int32
+}
+
+// PriorityOf is the priority member pod of a gang of that spec has in
+// ordering, preemption and reclaim.
+func PriorityOf(pod *v1.Pod, spec *Spec) int32 {
+	if spec.Priority != nil {
+		return *spec.Priority
+	}
+	return corev1helpers.PodPriority(pod)
 }
 
 // sources are the objects that may define a gang: the PodGroup of its
@@ -33,12 +48,16 @@ type sources struct {
 	muster           *v1alpha1.PodGroup
 	schedulerPlugins *spv1alpha1.PodGroup
 	upstream         *schedulingv1beta1.PodGroup
+	// priorityClass is the class the Muster PodGroup names, nil when it
+	// names none or the class does not exist.
+	priorityClass *schedulingv1.PriorityClass
 	// spInstalled says whether scheduler-plugins' PodGroup CRD is.
 	spInstalled bool
 }
 
 // resolveSpec derives a gang's spec from its source. A gang that cannot be
-// scheduled as specified gets an error saying why, in words for its users.
+// scheduled as specified gets an error saying why, in words for its users,
+// and as much of the spec as is known.
 func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 	pg, sp := src.muster, src.schedulerPlugins
 	switch key.Family {
@@ -46,14 +65,24 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 		return upstreamSpec(key, members, src.upstream)
 	case FamilyMuster:
 		if pg != nil {
-			return Spec{
+			spec := Spec{
 				MinMember:     pg.Spec.MinMember,
 				MinTaskMember: pg.Spec.MinTaskMember,
 				MinResources:  v1.ResourceList(pg.Spec.MinResources),
 				Queue:         pg.Spec.Queue,
 				Timeout:       seconds(pg.Spec.ScheduleTimeoutSeconds),
 				PodGroup:      pg,
-			}, nil
+			}
+			if name := pg.Spec.PriorityClassName; name != "" {
+				// As for a pod naming a missing class, which admission
+				// refuses: the gang waits until the class exists. The
+				// spec still says how many members it needs.
+				if src.priorityClass == nil {
+					return spec, fmt.Errorf("PodGroup %s/%s names PriorityClass %q, which does not exist", key.Namespace, key.Name, name)
+				}
+				spec.Priority = &src.priorityClass.Value
+			}
+			return spec, nil
 		}
 		min, err := labelMinMember(members, v1alpha1.LabelMinAvailable)
 		if err != nil {
@@ -89,6 +118,11 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 		}
 		if sp.Spec.MinMember < 1 {
 			return Spec{}, fmt.Errorf("scheduler-plugins PodGroup %s/%s has minMember %d; want >= 1", key.Namespace, key.Name, sp.Spec.MinMember)
+		}
+		if t := sp.Spec.ScheduleTimeoutSeconds; t != nil && *t < 1 {
+			// scheduler-plugins would reject at Permit at once: the gang
+			// could never bind.
+			return Spec{}, fmt.Errorf("scheduler-plugins PodGroup %s/%s has scheduleTimeoutSeconds %d; want >= 1 or unset", key.Namespace, key.Name, *t)
 		}
 		queue, err := agreedQueue(members)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -103,12 +104,18 @@ func TestResolveSpec(t *testing.T) {
 		pg          *v1alpha1.PodGroup
 		sp          *spv1alpha1.PodGroup
 		up          *schedulingv1beta1.PodGroup
+		class       *schedulingv1.PriorityClass
 		spInstalled bool
 		want        Spec
 		wantErr     string
 	}{
 		{name: "PodGroup wins over labels", key: muster, members: []*v1.Pod{member("a", min("9"))}, pg: pg,
 			want: Spec{MinMember: 3, Queue: "team", MinTaskMember: map[string]int32{"ps": 1}, Timeout: 30 * time.Second, PodGroup: pg}},
+		{name: "PodGroup priority class", key: muster, members: []*v1.Pod{member("a", nil)}, pg: withClass(pg, "high"),
+			class: &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+			want:  Spec{MinMember: 3, Queue: "team", MinTaskMember: map[string]int32{"ps": 1}, Timeout: 30 * time.Second, PodGroup: withClass(pg, "high"), Priority: ptr.To[int32](1000)}},
+		{name: "PodGroup priority class missing", key: muster, members: []*v1.Pod{member("a", nil)}, pg: withClass(pg, "high"),
+			wantErr: `PodGroup ns/g names PriorityClass "high", which does not exist`},
 		{name: "label group", key: muster, members: []*v1.Pod{member("a", min("2")), member("b", min("2"))}, want: Spec{MinMember: 2}},
 		{name: "label group with a queue", key: muster,
 			members: []*v1.Pod{member("a", map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "1", v1alpha1.LabelQueue: "q"})},
@@ -134,6 +141,12 @@ func TestResolveSpec(t *testing.T) {
 		{name: "scheduler-plugins", key: Key{FamilySchedulerPlugins, "ns", "g"}, spInstalled: true,
 			sp:   &spv1alpha1.PodGroup{Spec: spv1alpha1.PodGroupSpec{MinMember: 5, ScheduleTimeoutSeconds: ptr.To[int32](10)}},
 			want: Spec{MinMember: 5, Timeout: 10 * time.Second}},
+		{name: "scheduler-plugins timeout 0", key: Key{FamilySchedulerPlugins, "ns", "g"}, spInstalled: true,
+			sp:      &spv1alpha1.PodGroup{Spec: spv1alpha1.PodGroupSpec{MinMember: 5, ScheduleTimeoutSeconds: ptr.To[int32](0)}},
+			wantErr: "scheduler-plugins PodGroup ns/g has scheduleTimeoutSeconds 0; want >= 1 or unset"},
+		{name: "scheduler-plugins negative timeout", key: Key{FamilySchedulerPlugins, "ns", "g"}, spInstalled: true,
+			sp:      &spv1alpha1.PodGroup{Spec: spv1alpha1.PodGroupSpec{MinMember: 5, ScheduleTimeoutSeconds: ptr.To[int32](-1)}},
+			wantErr: "scheduler-plugins PodGroup ns/g has scheduleTimeoutSeconds -1; want >= 1 or unset"},
 		{name: "scheduler-plugins PodGroup missing", key: Key{FamilySchedulerPlugins, "ns", "g"}, spInstalled: true,
 			wantErr: "scheduler-plugins PodGroup ns/g does not exist"},
 		{name: "scheduler-plugins CRD absent", key: Key{FamilySchedulerPlugins, "ns", "g"},
@@ -156,7 +169,7 @@ func TestResolveSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveSpec(tt.key, tt.members, sources{muster: tt.pg, schedulerPlugins: tt.sp, upstream: tt.up, spInstalled: tt.spInstalled})
+			got, err := resolveSpec(tt.key, tt.members, sources{muster: tt.pg, schedulerPlugins: tt.sp, upstream: tt.up, priorityClass: tt.class, spInstalled: tt.spInstalled})
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)
@@ -171,6 +184,13 @@ func TestResolveSpec(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withClass is a copy of pg naming priority class name.
+func withClass(pg *v1alpha1.PodGroup, name string) *v1alpha1.PodGroup {
+	pg = pg.DeepCopy()
+	pg.Spec.PriorityClassName = name
+	return pg
 }
 
 func TestStatus(t *testing.T) {

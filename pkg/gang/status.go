@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	quotav1 "k8s.io/apiserver/pkg/quota/v1"
@@ -49,7 +50,8 @@ type Status struct {
 	// Bound those of members bound and not finished; Pending those of
 	// members neither placed nor finished. nil when there are none.
 	Allocated, Bound, Pending v1.ResourceList
-	// Priority is the highest priority among the live members.
+	// Priority is the gang's: its PodGroup's priority class, else the
+	// highest priority among the live members.
 	Priority int32
 }
 
@@ -210,6 +212,9 @@ func (m *Manager) statusLocked(key Key, g *group) Status {
 		Priority: t.priority(),
 		Waiting:  g.failure.message, Tried: g.failure.message != "" || g.plan != nil,
 	}
+	if sh.spec.Priority != nil {
+		s.Priority = *sh.spec.Priority
+	}
 	if len(sh.spec.MinTaskMember) > 0 {
 		s.LiveByRole, s.PlacedByRole = cloneCounts(t.liveByRole), cloneCounts(t.placedByRole)
 	}
@@ -271,6 +276,11 @@ func (m *Manager) sourceObjects(key Key) sources {
 	switch key.Family {
 	case FamilyMuster:
 		src.muster = lookup[*v1alpha1.PodGroup](m.pgStore, key)
+		if src.muster != nil && src.muster.Spec.PriorityClassName != "" && m.pcStore != nil {
+			if obj, ok, _ := m.pcStore.GetByKey(src.muster.Spec.PriorityClassName); ok {
+				src.priorityClass, _ = obj.(*schedulingv1.PriorityClass)
+			}
+		}
 	case FamilySchedulerPlugins:
 		src.schedulerPlugins = lookup[*spv1alpha1.PodGroup](m.spStore, key)
 	case FamilyUpstream:

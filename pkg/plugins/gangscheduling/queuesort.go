@@ -14,9 +14,11 @@ import (
 
 // Less orders the whole scheduling queue. Two pods in no gang compare
 // exactly as kube-scheduler's PrioritySort compares them: priority, then
-// queue timestamp. Of equal priority, a pod in no gang goes before every
-// gang member: it takes one short cycle, while a gang may need thousands,
-// and the room a gang's plan counts on is promised to it (see Filter).
+// queue timestamp. A gang member has its gang's priority: its PodGroup's
+// priority class, else its own. Of equal priority, a pod in no gang goes
+// before every gang member: it takes one short cycle, while a gang may
+// need thousands, and the room a gang's plan counts on is promised to it
+// (see Filter).
 // Between gangs, a gang being placed goes first, so that its plan is used
 // up before another gang's is made. A member stands in the order by its
 // gang's creation time and key, so that the members of a gang are
@@ -34,36 +36,54 @@ import (
 // An entity that is not a pod (kube-scheduler's own pod groups, queued only
 // where its GenericWorkload gate is on) compares as a pod in no gang.
 func (pl *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
-	if pa, pb := a.GetPriority(), b.GetPriority(); pa != pb {
-		return pa > pb
-	}
 	podA, podB := podOf(a), podOf(b)
 	ka, oka := pl.keyOfEntity(podA)
 	kb, okb := pl.keyOfEntity(podB)
-	switch {
-	case !oka && !okb:
-		return a.GetTimestamp().Before(b.GetTimestamp()) // PrioritySort
-	case oka != okb:
-		return okb // the pod in no gang first, without the lock
-	case ka == kb:
+	if !oka && !okb {
+		return prioritySort(a, b)
+	}
+	if ka == kb {
+		if pa, pb := a.GetPriority(), b.GetPriority(); pa != pb {
+			return pa > pb
+		}
 		return gang.MemberBefore(podA, podB)
 	}
 	pl.orders.lock()
 	defer pl.orders.unlock()
 	var oa, ob order // members whose entries are not kept
-	ea, eb := pl.orders.entry(podA, ka, &oa), pl.orders.entry(podB, kb, &ob)
 	var qs *queue.State
 	if pl.queues != nil {
 		qs = pl.queues()
 	}
 	// Queues order two members; their statuses are read only then.
-	byQueue := qs != nil
+	byQueue := qs != nil && oka && okb
 	var snap *queue.Snapshot
 	if byQueue {
 		snap = qs.Last()
 	}
-	pl.refreshOrder(ea, podA.UID, byQueue, qs, snap)
-	pl.refreshOrder(eb, podB.UID, byQueue, qs, snap)
+	// A member has its gang's priority (its PodGroup's priority class).
+	pa, pb := a.GetPriority(), b.GetPriority()
+	var ea, eb *order
+	if oka {
+		ea = pl.orders.entry(podA, ka, &oa)
+		pl.refreshOrder(ea, podA.UID, byQueue, qs, snap)
+		if p := ea.pos.Priority; p != nil {
+			pa = *p
+		}
+	}
+	if okb {
+		eb = pl.orders.entry(podB, kb, &ob)
+		pl.refreshOrder(eb, podB.UID, byQueue, qs, snap)
+		if p := eb.pos.Priority; p != nil {
+			pb = *p
+		}
+	}
+	switch {
+	case pa != pb:
+		return pa > pb
+	case oka != okb:
+		return okb // the pod in no gang first
+	}
 	if !ea.pos.Plan.IsZero() || !eb.pos.Plan.IsZero() {
 		now := pl.now()
 		if placingA, placingB := ea.pos.Placing(now), eb.pos.Placing(now); placingA != placingB {
@@ -81,6 +101,15 @@ func (pl *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	}
 	if c := compareKeys(ka, kb); c != 0 {
 		return c < 0
+	}
+	return a.GetTimestamp().Before(b.GetTimestamp())
+}
+
+// prioritySort is kube-scheduler's PrioritySort: priority, then the time
+// queued.
+func prioritySort(a, b fwk.QueuedEntityInfo) bool {
+	if pa, pb := a.GetPriority(), b.GetPriority(); pa != pb {
+		return pa > pb
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }

@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/apis/scheduling"
@@ -105,7 +104,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if n := pl.records.terminating(key); n > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
 	}
-	units := pl.candidates(snap, key, g.Queue, corev1helpers.PodPriority(pod), need, withinQueue, admitted)
+	units := pl.candidates(snap, key, g.Queue, gang.PriorityOf(pod, &st.Spec), need, withinQueue, admitted)
 	victims, plan, err := pl.chooseVictims(ctx, snap, members, units, &st, need, nil)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
@@ -227,7 +226,7 @@ func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, leader
 		}
 		members := gang.PickMembers(pod, pending, &st)
 		need := requestsOf(members)
-		units := slices.DeleteFunc(pl.candidates(snap, key, q, corev1helpers.PodPriority(pod), need, false, true),
+		units := slices.DeleteFunc(pl.candidates(snap, key, q, gang.PriorityOf(pod, &st.Spec), need, false, true),
 			func(u unit) bool { return u.reason != reclaim })
 		victims, _, err := pl.chooseVictims(ctx, snap, members, units, &st, need, claimed)
 		if err != nil {
