@@ -11,9 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/client-go/tools/cache"
-	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+
+	"github.com/muster-sched/muster/pkg/requests"
 )
 
 // How pods come into the gang state and leave it: the scheduler's informer of
@@ -143,7 +144,7 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 		return key, true, unchanged
 	}
 	g.changed()
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	requests := requests.Of(pod)
 	if old == nil || shapeMoved(old, pod, g.requests[pod.UID], requests) {
 		g.shape.Store(nil)
 	}

@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/requests"
 )
 
 // cluster sums, from the scheduler's own informers, the allocatable of
@@ -75,7 +75,7 @@ func (c *cluster) boundPodOf(p *v1.Pod) (b boundPod, ok bool) {
 	}
 	_, managed := c.keyOf(p)
 	return boundPod{
-		node: p.Spec.NodeName, requests: FromList(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})),
+		node: p.Spec.NodeName, requests: FromList(requests.Of(p)),
 		unmanaged: !managed, deleting: p.DeletionTimestamp != nil, version: p.ResourceVersion,
 	}, true
 }

@@ -12,10 +12,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/controlplane"
+	"github.com/muster-sched/muster/pkg/requests"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
 
@@ -71,7 +71,7 @@ func collect(ctx context.Context, cp *controlplane.ControlPlane) (*report, error
 			if row == nil {
 				continue
 			}
-			addTo(row.used, resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+			addTo(row.used, requests.Of(p))
 			row.pods = append(row.pods, p.Namespace+"/"+p.Name)
 		}
 	}

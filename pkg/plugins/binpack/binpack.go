@@ -10,14 +10,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/features"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/muster-sched/muster/apis/config"
 	"github.com/muster-sched/muster/apis/config/validation"
+	"github.com/muster-sched/muster/pkg/requests"
 )
 
 // Name is the plugin's name in the registry and in configurations.
@@ -29,8 +27,7 @@ const preScoreStateKey = "PreScore" + Name
 // scores a node 100 · Σ w·(used+request)/allocatable ÷ Σ w, and 0 when any
 // of them would overflow the node.
 type Binpack struct {
-	resources           []schedconfig.ResourceSpec
-	podResourcesOptions resourcehelper.PodResourcesOptions
+	resources []schedconfig.ResourceSpec
 }
 
 var (
@@ -50,10 +47,6 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error
 	}
 	return &Binpack{
 		resources: args.Resources,
-		podResourcesOptions: resourcehelper.PodResourcesOptions{
-			UseStatusResources:    utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling),
-			SkipPodLevelResources: !utilfeature.DefaultFeatureGate.Enabled(features.PodLevelResources),
-		},
 	}, nil
 }
 
@@ -89,7 +82,7 @@ func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 
 // podState collects the pod's requests of the weighted resources.
 func (b *Binpack) podState(pod *v1.Pod) *preScoreState {
-	podRequests := resourcehelper.PodRequests(pod, b.podResourcesOptions)
+	podRequests := requests.Of(pod)
 	s := &preScoreState{}
 	for _, r := range b.resources {
 		name := v1.ResourceName(r.Name)

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/requests"
 )
 
 // promisedKey holds, for one cycle, the room live plans promise on each
@@ -32,7 +32,7 @@ func (pl *Plugin) readPromises(state fwk.CycleState, pod *v1.Pod, key gang.Key, 
 	if promised == nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	room := gang.RoomOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	room := gang.RoomOf(requests.Of(pod))
 	state.Write(promisedKey, &promisedState{room: room, promised: promised})
 	return nil
 }

@@ -5,11 +5,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/muster-sched/muster/pkg/requests"
 )
 
 const queues fwk.EventResource = "queues.v1alpha1.scheduling.muster.dev"
@@ -55,5 +56,5 @@ func (pl *Plugin) boundPodLeft(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.Que
 }
 
 func podRequests(pod *v1.Pod) v1.ResourceList {
-	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	return requests.Of(pod)
 }
