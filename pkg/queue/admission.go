@@ -28,7 +28,7 @@ func (snap *Snapshot) ancestry(name string) []*Figures {
 }
 
 // Admit decides whether a valid gang may start (Volcano's enqueue): its
-// queue must be an open leaf and minResources + allocated + inqueue −
+// queue must be an open leaf its namespace may use, and minResources + allocated + inqueue −
 // elastic must fit the ceiling of the queue and every ancestor, and the
 // cluster must not be committed beyond the overcommit factor. An admitted
 // gang's minResources count as inqueue until it runs; it stays admitted
@@ -66,10 +66,14 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 			return false, fmt.Sprintf("queue %s is closed", f.Name)
 		}
 	}
-	if why := snap.overCeiling(chain, g.MinResources); why != "" && !snap.Lends(g.Queue, g.MinResources, nil, true) {
+	if ok, why := snap.Permits(st.Key.Namespace, g.Queue); !ok {
 		return false, why
 	}
-	if ok, r := s.overcommitted(g, snap); !ok {
+	within := snap.overCeiling(chain, g.MinResources)
+	if within != "" && !snap.Lends(g.Queue, g.MinResources, nil, true) {
+		return false, within
+	}
+	if ok, r := s.overcommitted(g, snap, within == ""); !ok {
 		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
 	}
 	if st.Spec.MinMember <= 1 && len(st.Spec.MinTaskMember) == 0 {
@@ -106,15 +110,24 @@ func (snap *Snapshot) overCeiling(chain []*Figures, min Vector) string {
 	return ""
 }
 
-// overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used.
-// Dimensions no node offers are not limited here.
-func (s *State) overcommitted(g *GangFigures, snap *Snapshot) (bool, v1.ResourceName) {
+// overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used
+// (+ lent, for a gang within its queue's ceiling). Dimensions no node
+// offers are not limited here.
+//
+// lent is what other reclaimable queues hold above their deserved share:
+// reclaim gives it back to the queues that deserve it, so room lent out
+// never keeps a queue from taking its own share back on a full cluster.
+func (s *State) overcommitted(g *GangFigures, snap *Snapshot, withinCeiling bool) (bool, v1.ResourceName) {
+	var lent Vector
+	if withinCeiling {
+		lent = snap.lentOut(g.Queue)
+	}
 	r := firstOver(g.MinResources, func(k v1.ResourceName) bool {
 		a, ok := snap.Allocatable[k]
 		if !ok || g.MinResources[k] <= 0 {
 			return false
 		}
-		limit := int64(math.Min(s.overcommit*float64(a), math.MaxInt64/2)) - snap.Used[k]
+		limit := int64(math.Min(s.overcommit*float64(a), math.MaxInt64/2)) - snap.Used[k] + lent[k]
 		for _, f := range snap.Queues {
 			if f.IsLeaf() {
 				limit -= f.Inqueue[k]
@@ -156,4 +169,21 @@ func (snap *Snapshot) FitsCeiling(queue string, need Vector) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// lentOut sums what the reclaimable leaf queues but q hold above their
+// deserved share.
+func (snap *Snapshot) lentOut(q string) Vector {
+	out := Vector{}
+	for name, f := range snap.Queues {
+		if name == q || !f.IsLeaf() || !f.Reclaimable {
+			continue
+		}
+		for k, a := range f.Allocated {
+			if d, ok := f.Deserved[k]; ok && a > d {
+				out[k] += a - d
+			}
+		}
+	}
+	return out
 }

@@ -62,9 +62,9 @@ func (snap *Snapshot) computeLending() *lending {
 			rooms[name] = room
 		}
 	}
-	snap.RangeGangs(func(_ gang.Key, g *GangFigures) bool {
+	snap.RangeGangs(func(key gang.Key, g *GangFigures) bool {
 		room, ok := rooms[g.Queue]
-		if ok && !g.Blocked && g.Next != nil && fitsIn(g.Next, room) {
+		if ok && !g.Blocked && g.Next != nil && fitsIn(g.Next, room) && snap.permits(key.Namespace, g.Queue) {
 			l.claims[g.Queue] = room
 			delete(rooms, g.Queue)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
@@ -34,6 +36,11 @@ type Spec struct {
 	Deserved    Vector // capacity policy only
 	Reclaimable bool
 	Closed      bool
+	// Namespaces selects the namespaces that may submit to the queue; nil
+	// lets every one. NamespacesErr says why the queue's selector could not
+	// be read: then it selects none.
+	Namespaces    labels.Selector
+	NamespacesErr string
 }
 
 // SpecOf reads a Queue object.
@@ -46,7 +53,7 @@ func SpecOf(q *v1alpha1.Queue) Spec {
 	if weight < 1 {
 		weight = 1
 	}
-	return Spec{
+	spec := Spec{
 		Name: q.Name, Parent: parent, Weight: weight, Priority: q.Spec.Priority,
 		Capability:  FromList(v1.ResourceList(q.Spec.Capability)),
 		Guarantee:   FromList(v1.ResourceList(q.Spec.Guarantee)),
@@ -54,6 +61,14 @@ func SpecOf(q *v1alpha1.Queue) Spec {
 		Reclaimable: q.Spec.Reclaimable == nil || *q.Spec.Reclaimable,
 		Closed:      q.Spec.State == v1alpha1.QueueClosed,
 	}
+	if q.Spec.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(q.Spec.NamespaceSelector)
+		if err != nil {
+			sel, spec.NamespacesErr = labels.Nothing(), err.Error()
+		}
+		spec.Namespaces = sel
+	}
+	return spec
 }
 
 // Usage is what the groups of a queue hold and ask for.

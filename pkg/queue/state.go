@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/gang"
@@ -28,6 +29,7 @@ type State struct {
 	overcommit float64
 	gangs      *gang.Manager
 	queues     musterlisters.QueueLister
+	namespaces corelisters.NamespaceLister
 	cluster    *cluster
 	// freed receives, coalesced, when the accounting may have room for a
 	// gang it refused (see Freed); changed when a gang's usage changed (see
@@ -152,6 +154,9 @@ func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues mus
 		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, freed: freed, changed: changed, queuesChanged: queuesChanged,
 		admitted: map[gang.Key]bool{}, blocked: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
 		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, moved: map[string]bool{},
+	}
+	if err := s.watchNamespaces(schedulerInformers); err != nil {
+		return nil, err
 	}
 	gangs.OnUsageChange(s.markDirty)
 	gangs.OnRelease(func(gang.Key) { signal(s.freed) })

@@ -50,10 +50,10 @@ func (s *State) Release(key gang.Key) {
 // Block records that a placement attempt showed the gang cannot use the
 // room that is free: it did not fit, even by reclaim, although the
 // cluster's free room covers what it needs (a selector, fragmentation).
-// Until it is tried again (Retry) it claims no room under its queue's
-// share, so other queues may borrow that room (see Lends). A gang that
-// failed for want of room keeps its claim: the room it waits for is its
-// share, held by others.
+// Until it is tried again and admitted (Retry) it claims no room under
+// its queue's share, so other queues may borrow that room (see Lends). A
+// gang that failed for want of room keeps its claim: the room it waits
+// for is its share, held by others.
 func (s *State) Block(key gang.Key) {
 	s.mu.Lock()
 	blocked := !s.blocked[key]
@@ -78,8 +78,8 @@ func (s *State) updateFigures(key gang.Key, f func(*GangFigures)) {
 	}
 }
 
-// Retry records that the gang is being tried again: it claims its room
-// under its queue's share again.
+// Retry records that the gang is being tried again and its queue admits
+// it: it claims its room under its queue's share again.
 func (s *State) Retry(key gang.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -68,6 +68,14 @@ type QueueSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	Parent string `json:"parent,omitempty"`
 
+	// NamespaceSelector says which namespaces may submit to the queue: a
+	// gang or pod naming it from a namespace whose labels it does not match
+	// is not admitted, and reclaims nothing. The selectors of the queue's
+	// ancestors apply too. Empty means every namespace. Pair it with RBAC
+	// that lets only cluster admins edit Queues and label namespaces.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
 	// State Open admits new groups; Closed admits none while what already
 	// runs continues.
 	// +optional

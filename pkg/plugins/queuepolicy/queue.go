@@ -157,7 +157,6 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if st.Invalid != "" {
 		return nil, fwk.NewStatus(fwk.Skip) // Gang says why
 	}
-	pl.state.Retry(key)
 	snap := pl.state.Refresh()
 	if ok, why := pl.state.Admit(&st, snap); !ok {
 		klog.FromContext(ctx).V(3).Info("Gang not admitted", "gang", key, "reason", why)
@@ -171,6 +170,10 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		pl.gangs.SetWaiting(key, why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 	}
+	// Admitted and under its ceiling: a blocked gang claims room again
+	// (one refused above stays blocked, so that its claim does not come
+	// and go with every attempt, waking the queue's waiters each time).
+	pl.state.Retry(key)
 	if st.Waiting != "" && !st.Ready() {
 		pl.gangs.SetWaiting(key, "")
 	}

@@ -86,6 +86,9 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if g == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
+	if ok, why := snap.Permits(key.Namespace, g.Queue); !ok {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // its queue is not its namespace's to use
+	}
 	// A gang its queue does not admit may still preempt lower-priority
 	// work of that queue (which is what fills it), but reclaims from no
 	// other. (Admit is asked again rather than g.Admitted read: a gang of
@@ -252,7 +255,7 @@ func (pl *Plugin) starving(snap *queue.Snapshot, leader gang.Key, q string) []ga
 	}
 	var out []entry
 	snap.RangeGangs(func(key gang.Key, g *queue.GangFigures) bool {
-		if g.Queue == q && key != leader && !g.Ready {
+		if g.Queue == q && key != leader && !g.Ready && permitted(snap, key, q) {
 			out = append(out, entry{key, g.Priority, pl.gangs.CreationTime(key)})
 		}
 		return true
@@ -572,4 +575,10 @@ func stillOver(after, deserved queue.Vector, members []*v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// permitted reports whether the gang's namespace may use queue q.
+func permitted(snap *queue.Snapshot, key gang.Key, q string) bool {
+	ok, _ := snap.Permits(key.Namespace, q)
+	return ok
 }
