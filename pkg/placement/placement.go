@@ -1,13 +1,15 @@
 // Package placement places a set of pods on the scheduler's current
 // snapshot as the profile would, one after another, each seeing the ones
-// before it, without reserving anything: the trial placement behind gang
-// scheduling and gang-aware reclaim.
+// before it (their nodes' room, and the devices and volumes they were
+// given), and keeps nothing reserved once done: the trial placement
+// behind gang scheduling and gang-aware reclaim. It runs in the
+// scheduling goroutine (a gang's PreFilter, reclaim's PostFilter), so no
+// other scheduling cycle sees what it reserves while it runs.
 package placement
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -15,13 +17,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-
-	"github.com/muster-sched/muster/pkg/gang"
 )
 
 // Placer places pods with a profile's plugins.
@@ -87,8 +86,10 @@ func (r Result) Nodes() map[types.UID]string {
 type Trial struct {
 	// Members are placed in this order.
 	Members []*v1.Pod
-	// Removed are taken off their nodes first (victims of reclaim); Planned
-	// are added to theirs (members a plan placed before).
+	// Removed are taken off their nodes first (victims of reclaim): their
+	// room is freed, not their devices or volumes, as in kube-scheduler's
+	// preemption. Planned are added to theirs (members a plan placed
+	// before), with their devices and volumes taken again (see trial).
 	Removed, Planned []PodOnNode
 	// Placed (members placed before, Planned among them) and MinMember
 	// only shape the message ("placeable 3/4: …").
@@ -102,106 +103,54 @@ type Trial struct {
 // with the trial's removed pods taken off their nodes, its planned ones
 // added, and the members placed before it added: the profile's own
 // PreFilter, Filter and Score plugins decide, as they would for each
-// member alone. It returns where it placed the members (a prefix of them
-// when the budget ran out), or a message saying why the members do not
-// all fit.
+// member alone. Members with devices or volumes are reserved as they are
+// placed, so that the next ones see them taken, and unreserved before
+// Place returns (see trial). It returns where it placed the members (a
+// prefix of them when the budget ran out), or a message saying why the
+// members do not all fit.
 func (pl *Placer) Place(ctx context.Context, t Trial) (Result, string, error) {
 	start := time.Now()
 	nodeInfos, err := pl.Handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, "", err
 	}
-	// overlay holds copies of the nodes that pods were removed from or
-	// planned members added to.
-	overlay := map[string]fwk.NodeInfo{}
-	logger := klog.FromContext(ctx)
-	copyOf := func(node string) (fwk.NodeInfo, bool) {
-		if o, ok := overlay[node]; ok {
-			return o, true
-		}
-		n, err := pl.Handle.SnapshotSharedLister().NodeInfos().Get(node)
-		if err != nil {
-			return nil, false
-		}
-		overlay[node] = n.Snapshot()
-		return overlay[node], true
-	}
-	for _, r := range t.Removed {
-		n, ok := copyOf(r.Node)
-		if !ok {
-			continue
-		}
-		if err := n.RemovePod(logger, r.Pod); err != nil {
-			// Not on the node in this snapshot: the gang state and the
-			// scheduler's cache may disagree for a moment. Nothing to free.
-			logger.V(4).Info("Trial placement: victim not on its node", "pod", klog.KObj(r.Pod), "node", r.Node)
-		}
-	}
-	type plannedPod struct {
-		info fwk.PodInfo
-		node string
-	}
-	var plannedPods []plannedPod
-	for _, p := range t.Planned {
-		n, ok := copyOf(p.Node)
-		if !ok {
-			continue // the node is gone: the members planned next see it gone too
-		}
-		info := p.Info
-		if info == nil {
-			var err error
-			if info, err = framework.NewPodInfo(p.Pod); err != nil {
-				return nil, "", err
-			}
-		}
-		n.AddPodInfo(info)
-		plannedPods = append(plannedPods, plannedPod{info: info, node: p.Node})
+	tr := &trial{pl: pl, t: t, overlay: map[string]fwk.NodeInfo{}}
+	defer tr.unreserve(ctx)
+	tr.removeVictims(klog.FromContext(ctx))
+	if msg, err := tr.addPlanned(ctx); msg != "" || err != nil {
+		return nil, msg, err
 	}
 	members := t.Members
 	plan := make(Result, 0, len(members))
 
 	// A member identical to the one before it (members made from one
-	// template, without an index) shares its cycle state: the planned members are added to it once
-	// each, not once per member that follows them.
+	// template, without an index) shares its cycle state: the pods added
+	// are added to it once each, not once per member that follows them.
+	// A member that reserves has a state of its own.
 	var (
 		state  fwk.CycleState
 		result *fwk.PreFilterResult
-		added  int // how many of plannedPods state holds
+		added  int // how many of tr.added state holds
 	)
 	for i, member := range members {
 		if t.Budget > 0 && i > 0 && time.Since(start) >= t.Budget {
 			break
 		}
-		if state == nil || !samePreFilter(members[i-1], member) {
-			state = framework.NewCycleState()
-			gang.MarkTrial(state)
-			var status *fwk.Status
-			result, status, _ = pl.Framework.RunPreFilterPlugins(ctx, state, member)
-			if !status.IsSuccess() && !status.IsSkip() {
-				if status.IsRejected() {
-					return nil, placeable(t.Placed+int32(i), t.MinMember, member, status.Message()), nil
-				}
-				return nil, "", status.AsError()
-			}
-			for _, r := range t.Removed {
-				if n, ok := overlay[r.Node]; ok {
-					info, err := framework.NewPodInfo(r.Pod)
-					if err != nil {
-						return nil, "", err
-					}
-					if s := pl.Framework.RunPreFilterExtensionRemovePod(ctx, state, member, info, n); !s.IsSuccess() {
-						return nil, "", s.AsError()
-					}
-				}
+		placed := t.Placed + int32(i)
+		reserves := pl.reserves(member)
+		if state == nil || reserves || !samePreFilter(members[i-1], member) {
+			var rejected *fwk.Status
+			if state, result, rejected, err = tr.newState(ctx, member); err != nil {
+				return nil, "", err
+			} else if rejected != nil {
+				return nil, placeable(placed, t.MinMember, member, rejected.Message()), nil
 			}
 			added = 0
 		}
-		for _, p := range plannedPods[added:] {
-			if s := pl.Framework.RunPreFilterExtensionAddPod(ctx, state, member, p.info, overlay[p.node]); !s.IsSuccess() {
-				return nil, "", s.AsError()
-			}
+		if err := tr.addPods(ctx, state, member, added); err != nil {
+			return nil, "", err
 		}
-		added = len(plannedPods)
+		added = len(tr.added)
 		nodes := nodeInfos
 		if result != nil && result.NodeNames != nil {
 			nodes = nil
@@ -211,43 +160,31 @@ func (pl *Placer) Place(ctx context.Context, t Trial) (Result, string, error) {
 				}
 			}
 		}
-		feasible, reasons := pl.feasibleNodes(ctx, state, member, nodes, overlay)
+		feasible, reasons := pl.feasibleNodes(ctx, state, member, nodes, tr.overlay)
 		if len(feasible) == 0 {
-			return nil, placeable(t.Placed+int32(i), t.MinMember, member, summarize(reasons, len(nodes))), nil
+			return nil, placeable(placed, t.MinMember, member, summarize(reasons, len(nodes))), nil
 		}
-		node, err := pl.bestNode(ctx, state, member, feasible)
+		best, err := pl.bestNode(ctx, state, member, feasible)
 		if err != nil {
 			return nil, "", err
+		}
+		node := best.Node().Name
+		if reserves {
+			if why, err := tr.reserve(ctx, state, member, node); err != nil {
+				return nil, "", err
+			} else if why != "" {
+				return nil, placeableAs(placed, t.MinMember, member, "cannot be reserved on node "+node+": "+why), nil
+			}
 		}
 		info, err := framework.NewPodInfo(member)
 		if err != nil {
 			return nil, "", err
 		}
-		n, _ := copyOf(node.Node().Name)
-		n.AddPodInfo(info)
-		plannedPods = append(plannedPods, plannedPod{info: info, node: node.Node().Name})
-		plan = append(plan, PodOnNode{Pod: member, Node: node.Node().Name, Info: info})
+		n, _ := tr.nodeCopy(node)
+		tr.add(n, info)
+		plan = append(plan, PodOnNode{Pod: member, Node: node, Info: info})
 	}
 	return plan, "", nil
-}
-
-// samePreFilter reports whether b's PreFilter state equals a's: the same
-// namespace, labels and spec, and no claim named after the pod (resource
-// claims, whose names are in each pod's status; generic ephemeral
-// volumes, whose claims take the pod's name). Members that differ in a
-// label or their hostname (an indexed Job's) do not share.
-func samePreFilter(a, b *v1.Pod) bool {
-	return a.Namespace == b.Namespace && len(a.Spec.ResourceClaims) == 0 && !hasEphemeralVolume(a) &&
-		maps.Equal(a.Labels, b.Labels) && apiequality.Semantic.DeepEqual(a.Spec, b.Spec)
-}
-
-func hasEphemeralVolume(p *v1.Pod) bool {
-	for _, v := range p.Spec.Volumes {
-		if v.Ephemeral != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // feasibleNodes runs the filters for member (with the planned members
@@ -328,9 +265,15 @@ func (pl *Placer) bestNode(ctx context.Context, state fwk.CycleState, member *v1
 	return nil, fmt.Errorf("scored node %q is not among the feasible nodes", scores[best].Name)
 }
 
-// placeable says how far the gang got: "placeable 3/4: …".
+// placeable says how far the gang got: "placeable 3/4: member m fits no
+// node: …".
 func placeable(placeable, minMember int32, member *v1.Pod, why string) string {
-	return fmt.Sprintf("placeable %d/%d: member %s fits no node: %s", placeable, minMember, member.Name, why)
+	return placeableAs(placeable, minMember, member, "fits no node: "+why)
+}
+
+// placeableAs says how far the gang got: "placeable 3/4: member m …".
+func placeableAs(placeable, minMember int32, member *v1.Pod, what string) string {
+	return fmt.Sprintf("placeable %d/%d: member %s %s", placeable, minMember, member.Name, what)
 }
 
 // summarize renders reason counts as kube-scheduler does: "3 Insufficient

@@ -144,6 +144,10 @@ func TestSamePreFilter(t *testing.T) {
 	ephemeral := func(p *v1.Pod) {
 		p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}
 	}
+	claimVolume := func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "shared"}}}}
+	}
 	for _, tc := range []struct {
 		name string
 		a, b *v1.Pod
@@ -156,6 +160,7 @@ func TestSamePreFilter(t *testing.T) {
 		{name: "resource claims", a: other(func(p *v1.Pod) { p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu"}} }),
 			b: other(func(p *v1.Pod) { p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu"}} })},
 		{name: "generic ephemeral volumes", a: other(ephemeral), b: other(ephemeral)},
+		{name: "persistent volume claims", a: other(claimVolume), b: other(claimVolume)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := samePreFilter(tc.a, tc.b); got != tc.want {

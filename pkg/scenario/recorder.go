@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/muster-sched/muster/pkg/gang"
 )
 
 // RecorderName is the instrument plugin the runner enables in every
@@ -51,14 +53,22 @@ func (r *recorder) factory(context.Context, runtime.Object, fwk.Handle) (fwk.Plu
 
 func (r *recorder) Name() string { return RecorderName }
 
-func (r *recorder) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+// Reserve and Unreserve skip a gang's trial placement, which reserves
+// devices and volumes for the length of the trial only.
+func (r *recorder) Reserve(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	if gang.IsTrial(state) {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.open[pod.UID] = reservation{start: r.now(), requests: podRequests(pod)}
 	return nil
 }
 
-func (r *recorder) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+func (r *recorder) Unreserve(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ string) {
+	if gang.IsTrial(state) {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, ok := r.open[pod.UID]

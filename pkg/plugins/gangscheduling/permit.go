@@ -12,8 +12,12 @@ import (
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
-// Reserve records the member as placed.
-func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+// Reserve records the member as placed. A trial placement reserves its
+// members' devices and volumes only: it places no member.
+func (pl *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	if gang.IsTrial(state) {
+		return nil
+	}
 	if key, ok := pl.keyOf(pod); ok {
 		pl.manager.Reserve(key, pod.UID, node, pl.now())
 	}
@@ -23,7 +27,11 @@ func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 // Unreserve undoes Reserve: the member failed after it was placed (its
 // Permit timed out or was rejected, or binding failed). Its waiting
 // siblings are released at once, and the gang will be planned afresh.
-func (pl *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+// The end of a trial placement undoes nothing of Muster's (see Reserve).
+func (pl *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ string) {
+	if gang.IsTrial(state) {
+		return
+	}
 	pl.binds.Release(pod.UID) // whatever the pod's gang is now
 	key, ok := pl.keyOf(pod)
 	if !ok {
