@@ -46,6 +46,27 @@ test-unit:
 test-integration: $(HELM)
 	HELM=$(HELM) go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
 
+# Under the race detector the integration suite takes about 10 minutes on
+# 2 cores; its timeout leaves room for a slower machine.
+RACE_TIMEOUT ?= 30m
+
+.PHONY: test-race
+test-race: $(HELM) ## Unit and integration tests under the race detector.
+	go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/)
+	HELM=$(HELM) go test $(GO_TEST_FLAGS) -race -timeout $(RACE_TIMEOUT) ./test/...
+
+# Go fuzz targets, FUZZ_TIME each: go fuzzes one target of one package per
+# run. Their seed corpora (f.Add, testdata/fuzz) run with the unit tests; a
+# failing input is written to the package's testdata/fuzz/<target>.
+FUZZ_TIME ?= 20s
+
+.PHONY: fuzz
+fuzz: ## Run each Go fuzz target for FUZZ_TIME (20s).
+	go test -run '^$$' -fuzz '^FuzzResolveSpec$$' -fuzztime $(FUZZ_TIME) ./pkg/gang
+	go test -run '^$$' -fuzz '^FuzzVector$$' -fuzztime $(FUZZ_TIME) ./pkg/queue
+	go test -run '^$$' -fuzz '^FuzzCompute$$' -fuzztime $(FUZZ_TIME) ./pkg/queue
+	go test -run '^$$' -fuzz '^FuzzChooseVictims$$' -fuzztime $(FUZZ_TIME) ./pkg/plugins/queuepolicy
+
 # The soak test (TestSoak): random steps against a real apiserver, with the
 # queue accounting audited and idle room checked after each. `make test`
 # runs 500 steps; this runs SOAK_STEPS under the race detector, about an
