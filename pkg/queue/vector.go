@@ -39,6 +39,9 @@ func (v Vector) addList(l v1.ResourceList) {
 // of them cannot overflow int64.
 const MaxQuantity = 1 << 53
 
+// maxMilli is MaxQuantity millicores.
+var maxMilli = *resource.NewMilliQuantity(MaxQuantity, resource.DecimalSI)
+
 // quantity is q in a Vector's unit for resource name, clamped to
 // [0, MaxQuantity]: a negative quantity (which only objects written before
 // validation refused them can hold) counts as none, a larger one as
@@ -49,7 +52,7 @@ func quantity(name v1.ResourceName, q resource.Quantity) int64 {
 		return 0
 	}
 	if name == v1.ResourceCPU {
-		if q.CmpInt64(MaxQuantity/1000) >= 0 {
+		if q.Cmp(maxMilli) >= 0 {
 			return MaxQuantity
 		}
 		return q.MilliValue()

@@ -75,7 +75,8 @@ func TestFromListClamps(t *testing.T) {
 		{"negative counts as none", v1.ResourceList{"cpu": resource.MustParse("-2"), "nvidia.com/gpu": resource.MustParse("-1")}, Vector{"cpu": 0, "nvidia.com/gpu": 0}},
 		{"cpu beyond int64 millicores", v1.ResourceList{"cpu": resource.MustParse("10000000000000000")}, Vector{"cpu": MaxQuantity}},
 		{"cpu in exponent form", v1.ResourceList{"cpu": resource.MustParse("1e16")}, Vector{"cpu": MaxQuantity}},
-		{"cpu just below the bound", v1.ResourceList{"cpu": resource.MustParse("9007199254739")}, Vector{"cpu": 9007199254739000}},
+		{"cpu just below the bound", v1.ResourceList{"cpu": resource.MustParse("9007199254740")}, Vector{"cpu": 9007199254740000}},
+		{"cpu at the bound", v1.ResourceList{"cpu": resource.MustParse("9007199254740992m")}, Vector{"cpu": MaxQuantity}},
 		{"memory beyond the bound", v1.ResourceList{"memory": resource.MustParse("100Ei")}, Vector{"memory": MaxQuantity}},
 		{"extended resource beyond int64", v1.ResourceList{"example.com/x": resource.MustParse("1e30")}, Vector{"example.com/x": MaxQuantity}},
 	}

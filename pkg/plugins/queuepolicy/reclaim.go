@@ -550,8 +550,10 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 	if plan == nil {
 		return nil, nil, nil
 	}
-	// Prune: the latest units made it fit; earlier ones may be unneeded.
-	for i := len(chosen) - 2; i >= 0; i-- {
+	// Prune every unit the fit does not need, the latest too: the members
+	// may fit with no victim at all (they failed for a reason evicting
+	// does not mend, such as admission), and then none helps.
+	for i := len(chosen) - 1; i >= 0; i-- {
 		without := append(append([]unit{}, chosen[:i]...), chosen[i+1:]...)
 		p, err := fits(without)
 		if err != nil {
@@ -560,6 +562,9 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 		if p != nil {
 			chosen, plan = without, p
 		}
+	}
+	if len(chosen) == 0 {
+		return nil, nil, nil
 	}
 	return chosen, plan, nil
 }
