@@ -37,7 +37,7 @@ func TestBadInput(t *testing.T) {
 // state between their give and then.
 func badInputs() []badInput {
 	pg := v1alpha1.LabelPodGroup
-	min := v1alpha1.LabelMinAvailable
+	minAvailable := v1alpha1.LabelMinAvailable
 	q := v1alpha1.LabelQueue
 	legacy, legacyMin := v1alpha1.LegacyLabelPodGroup, v1alpha1.LegacyLabelMinAvailable
 	rows := []badInput{
@@ -45,26 +45,26 @@ func badInputs() []badInput {
 			name: "label min-available negative",
 			give: func(r *badRow) {
 				_, err := cluster.Client.CoreV1().Pods(r.ns).Create(r.ctx,
-					r.member("neg", "1", map[string]string{pg: "g", min: "-1"}), metav1.CreateOptions{})
+					r.member("neg", "1", map[string]string{pg: "g", minAvailable: "-1"}), metav1.CreateOptions{})
 				r.refused(err, `metadata.labels: Invalid value: "-1"`)
 			},
 			then: func(r *badRow) {},
 		},
 		invalidLabels("label min-available 0",
 			`^gang g: PodGroup \S+/g does not exist and label muster.dev/min-available="0" is not a whole number >= 1$`,
-			map[string]string{pg: "g", min: "0"}),
+			map[string]string{pg: "g", minAvailable: "0"}),
 		invalidLabels("label min-available beyond int32",
 			`^gang g: PodGroup \S+/g does not exist and label muster.dev/min-available="99999999999" is not a whole number >= 1$`,
-			map[string]string{pg: "g", min: "99999999999"}),
+			map[string]string{pg: "g", minAvailable: "99999999999"}),
 		invalidLabels("label min-available not a number",
 			`^gang g: PodGroup \S+/g does not exist and label muster.dev/min-available="abc" is not a whole number >= 1$`,
-			map[string]string{pg: "g", min: "abc"}),
+			map[string]string{pg: "g", minAvailable: "abc"}),
 		invalidLabels("members disagree on min-available",
 			`^gang g: PodGroup \S+/g does not exist and members disagree on muster.dev/min-available: "2" \(bad-0-0.*\), "3" \(bad-1-0.*\)$`,
-			map[string]string{pg: "g", min: "2"}, map[string]string{pg: "g", min: "3"}),
+			map[string]string{pg: "g", minAvailable: "2"}, map[string]string{pg: "g", minAvailable: "3"}),
 		invalidLabels("members disagree on queue",
 			`^gang g: members disagree on muster.dev/queue: "bi-a" \(bad-0-0.*\), "bi-b" \(bad-1-0.*\)$`,
-			map[string]string{pg: "g", min: "2", q: "bi-a"}, map[string]string{pg: "g", min: "2", q: "bi-b"}),
+			map[string]string{pg: "g", minAvailable: "2", q: "bi-a"}, map[string]string{pg: "g", minAvailable: "2", q: "bi-b"}),
 		invalidLabels("pod-group label with no PodGroup and no min-available",
 			`^gang g: PodGroup \S+/g does not exist and pod bad-0-[01] has no muster.dev/min-available label$`,
 			map[string]string{pg: "g"}),
@@ -99,7 +99,7 @@ func badInputs() []badInput {
 		{
 			name: "muster and legacy labels name different groups",
 			give: func(r *badRow) {
-				r.pods = r.members("x", 2, "1", map[string]string{pg: "a", min: "2", legacy: "b", legacyMin: "3"})
+				r.pods = r.members("x", 2, "1", map[string]string{pg: "a", minAvailable: "2", legacy: "b", legacyMin: "3"})
 			},
 			then: func(r *badRow) { r.bindsWithin(10*time.Second, r.pods...) },
 		},
@@ -162,14 +162,14 @@ func invalidLabels(name, pattern string, sets ...map[string]string) badInput {
 	}
 }
 
-func createSchedulerPluginsPodGroup(r *badRow, name string, min int32) {
+func createSchedulerPluginsPodGroup(r *badRow, name string, minMember int32) {
 	r.t.Helper()
 	sp, err := spclient.NewForConfig(cluster.JSONConfig())
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	_, err = sp.SchedulingV1alpha1().PodGroups(r.ns).Create(r.ctx, &spv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spv1alpha1.PodGroupSpec{MinMember: min},
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spv1alpha1.PodGroupSpec{MinMember: minMember},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		r.t.Fatal(err)
