@@ -78,7 +78,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{
+	pl := &Plugin{
 		handle:    h,
 		framework: fw,
 		placer:    &placement.Placer{Handle: h, Framework: fw},
@@ -90,7 +90,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 		now:       time.Now,
 		queues:    b.Queues,
 		orders:    newOrders(),
-	}, nil
+	}
+	if err := pl.watchWaiting(ctx); err != nil {
+		return nil, err
+	}
+	return pl, nil
 }
 
 // Name returns the plugin's name.
