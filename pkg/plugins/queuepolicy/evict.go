@@ -111,17 +111,29 @@ func (r reason) describe(preemptor gang.Key, preemptorQueue string) (event, why 
 	}
 }
 
-// pdbBlocks reports whether a PodDisruptionBudget selecting pod allows no
-// disruption now.
-func pdbBlocks(lister func(namespace string) ([]pdb, error)) func(*v1.Pod) bool {
-	return func(p *v1.Pod) bool {
-		list, err := lister(p.Namespace)
-		if err != nil {
-			return true // unknown: do not risk it
-		}
-		for _, b := range list {
-			if b.selector.Matches(labels.Set(p.Labels)) && b.allowed <= 0 {
-				return true
+// pdbBlocks reports whether evicting pods together would take more
+// disruptions than a PodDisruptionBudget selecting them allows now: a
+// budget allowing one guards a gang of two.
+func pdbBlocks(lister func(namespace string) ([]pdb, error)) func([]*v1.Pod) bool {
+	return func(pods []*v1.Pod) bool {
+		lists := map[string][]pdb{}
+		taken := map[*pdb]int32{}
+		for _, p := range pods {
+			list, ok := lists[p.Namespace]
+			if !ok {
+				var err error
+				if list, err = lister(p.Namespace); err != nil {
+					return true // unknown: do not risk it
+				}
+				lists[p.Namespace] = list
+			}
+			for i := range list {
+				b := &list[i]
+				if b.selector.Matches(labels.Set(p.Labels)) {
+					if taken[b]++; taken[b] > b.allowed {
+						return true
+					}
+				}
 			}
 		}
 		return false

@@ -222,7 +222,7 @@ func newTestPlugin(t testing.TB, c testCluster, drfPreemption bool) (context.Con
 		name: CapacityName, gangs: gangs, state: state, drfPreemption: drfPreemption,
 		placer: &placement.Placer{Handle: fw, Framework: fw},
 		client: kube,
-		pdbs:   func(*v1.Pod) bool { return false },
+		pdbs:   func([]*v1.Pod) bool { return false },
 	}
 	pl.records = NewRecords()
 	pl.records.gangs, pl.records.handle, pl.records.logger = gangs, fw, logger

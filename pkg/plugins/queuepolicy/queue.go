@@ -43,8 +43,9 @@ type Plugin struct {
 	placer   *placement.Placer
 	client   kubernetes.Interface
 	recorder events.EventRecorder
-	// pdbs reports whether a disruption budget protects a pod now.
-	pdbs func(*v1.Pod) bool
+	// pdbs reports whether disruption budgets forbid evicting the pods
+	// together now.
+	pdbs func([]*v1.Pod) bool
 	// drfPreemption lets gangs of one queue and priority preempt each
 	// other's members above minMember when that evens their dominant
 	// shares.

@@ -314,7 +314,7 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 			return true
 		}
 		lists := &free
-		if slices.ContainsFunc(bound, pl.pdbs) {
+		if pl.pdbs(bound) { // evicting the whole gang would break a budget
 			lists = &guarded
 		}
 		var spec *gang.Spec

@@ -542,26 +542,30 @@ func TestSystemCritical(t *testing.T) {
 
 func TestPDBBlocks(t *testing.T) {
 	plain := st.MakePod().Namespace(testNamespace).Name("plain").Label("app", "web").Obj()
+	plain2 := st.MakePod().Namespace(testNamespace).Name("plain2").Label("app", "web").Obj()
 	other := st.MakePod().Namespace(testNamespace).Name("other").Label("app", "db").Obj()
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
-	budgets := func(list ...pdb) func(*v1.Pod) bool {
+	budgets := func(list ...pdb) func([]*v1.Pod) bool {
 		return pdbBlocks(func(string) ([]pdb, error) { return list, nil })
 	}
 	tests := []struct {
 		name string
-		pod  *v1.Pod
-		pdbs func(*v1.Pod) bool
+		pods []*v1.Pod
+		pdbs func([]*v1.Pod) bool
 		want bool
 	}{
-		{"no budget", plain, budgets(), false},
-		{"a budget allowing no disruption selects the pod", plain, budgets(pdb{selector: web, allowed: 0}), true},
-		{"a budget allowing no disruption selects another pod", other, budgets(pdb{selector: web, allowed: 0}), false},
-		{"a budget allowing a disruption", plain, budgets(pdb{selector: web, allowed: 1}), false},
-		{"budgets that cannot be listed", plain, pdbBlocks(func(string) ([]pdb, error) { return nil, errors.New("lister down") }), true},
+		{"no budget", []*v1.Pod{plain}, budgets(), false},
+		{"a budget allowing no disruption selects the pod", []*v1.Pod{plain}, budgets(pdb{selector: web, allowed: 0}), true},
+		{"a budget allowing no disruption selects another pod", []*v1.Pod{other}, budgets(pdb{selector: web, allowed: 0}), false},
+		{"a budget allowing a disruption", []*v1.Pod{plain}, budgets(pdb{selector: web, allowed: 1}), false},
+		{"a budget allowing one disruption, two pods it selects", []*v1.Pod{plain, plain2}, budgets(pdb{selector: web, allowed: 1}), true},
+		{"a budget allowing one disruption, one pod of two it selects", []*v1.Pod{plain, other}, budgets(pdb{selector: web, allowed: 1}), false},
+		{"a budget allowing two disruptions, two pods", []*v1.Pod{plain, plain2}, budgets(pdb{selector: web, allowed: 2}), false},
+		{"budgets that cannot be listed", []*v1.Pod{plain}, pdbBlocks(func(string) ([]pdb, error) { return nil, errors.New("lister down") }), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.pdbs(tc.pod); got != tc.want {
+			if got := tc.pdbs(tc.pods); got != tc.want {
 				t.Errorf("blocked = %v, want %v", got, tc.want)
 			}
 		})
