@@ -147,11 +147,11 @@ func (r *badRow) nodeOf(name string) string {
 	return p.Spec.NodeName
 }
 
-// gang creates a PodGroup of minMember min in queue and n members of cpu
-// each, named <name>-<i>; mutate, when not nil, changes each member.
-func (r *badRow) gang(name, queue string, min int32, n int, cpu string, mutate func(*v1.Pod)) []string {
+// gang creates a PodGroup of minMember in queue and n members of cpu each,
+// named <name>-<i>; mutate, when not nil, changes each member.
+func (r *badRow) gang(name, queue string, minMember int32, n int, cpu string, mutate func(*v1.Pod)) []string {
 	r.t.Helper()
-	r.podGroup(name, v1alpha1.PodGroupSpec{MinMember: min, Queue: queue})
+	r.podGroup(name, v1alpha1.PodGroupSpec{MinMember: minMember, Queue: queue})
 	var out []string
 	for _, pod := range names(name, n) {
 		p := r.member(pod, cpu, map[string]string{v1alpha1.LabelPodGroup: name})
@@ -211,7 +211,7 @@ func (r *badRow) deletePods(names ...string) {
 	}
 }
 
-// waitGone waits until none of the pods exists.
+// waitGone waits until none of the pods exists, or each is being deleted.
 func (r *badRow) waitGone(names ...string) {
 	r.t.Helper()
 	err := wait.PollUntilContextTimeout(r.ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -310,10 +310,10 @@ func (r *badRow) charged(names ...string) v1.ResourceList {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		for res, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			cur := sum[res]
+		for rn, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			cur := sum[rn]
 			cur.Add(q)
-			sum[res] = cur
+			sum[rn] = cur
 		}
 	}
 	return sum
@@ -323,8 +323,8 @@ func (r *badRow) charged(names ...string) v1.ResourceList {
 // resource counting as zero.
 func sameResources(a, b v1.ResourceList) bool {
 	for _, pair := range [][2]v1.ResourceList{{a, b}, {b, a}} {
-		for res, q := range pair[0] {
-			other := pair[1][res]
+		for rn, q := range pair[0] {
+			other := pair[1][rn]
 			if q.Cmp(other) != 0 {
 				return false
 			}
@@ -436,10 +436,10 @@ func victimBehindFinalizer() badInput {
 			}
 			// One whole gang, and nothing more while it terminates.
 			r.staysUnbound(2*time.Second, r.pods...)
-			if now := r.terminating(a); len(now) != 2 || now[0][:2] != now[1][:2] {
-				r.t.Fatalf("terminating pods of bi-qa %v, want one whole gang of 2", now)
-			}
 			victims = r.terminating(a)
+			if len(victims) != 2 || gangOf(victims[0]) != gangOf(victims[1]) {
+				r.t.Fatalf("terminating pods of bi-qa %v, want one whole gang of 2", victims)
+			}
 			if err := removeFinalizers(r.ctx, r.ns, victims...); err != nil {
 				r.t.Fatal(err)
 			}
@@ -452,6 +452,9 @@ func victimBehindFinalizer() badInput {
 		},
 	}
 }
+
+// gangOf is the gang of a member named <gang>-<i>.
+func gangOf(member string) string { return member[:strings.LastIndex(member, "-")] }
 
 // terminating returns the pods of names that are being deleted, sorted.
 func (r *badRow) terminating(names []string) []string {
@@ -470,12 +473,13 @@ func (r *badRow) terminating(names []string) []string {
 	return out
 }
 
-// budget creates a PodDisruptionBudget over the pods of gang group and
-// writes the status a disruption controller would: allowed disruptions now.
-func (r *badRow) budget(group string, allowed int32) {
+// budget creates a PodDisruptionBudget over the size pods of gang group that
+// allows that many disruptions, and writes the status the disruption
+// controller would (none runs here): all pods healthy, allowed disruptions.
+func (r *badRow) budget(group string, size, allowed int32) {
 	r.t.Helper()
 	pdbs := cluster.Client.PolicyV1().PodDisruptionBudgets(r.ns)
-	minAvailable := intstr.FromInt32(1)
+	minAvailable := intstr.FromInt32(size - allowed)
 	b, err := pdbs.Create(r.ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: group},
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -488,7 +492,7 @@ func (r *badRow) budget(group string, allowed int32) {
 	}
 	b.Status = policyv1.PodDisruptionBudgetStatus{
 		ObservedGeneration: b.Generation, DisruptionsAllowed: allowed,
-		CurrentHealthy: allowed + 1, DesiredHealthy: 1, ExpectedPods: allowed + 1,
+		CurrentHealthy: size, DesiredHealthy: size - allowed, ExpectedPods: size,
 	}
 	if _, err := pdbs.UpdateStatus(r.ctx, b, metav1.UpdateOptions{}); err != nil {
 		r.t.Fatal(err)
@@ -510,7 +514,7 @@ func pdbAllowingOne() badInput {
 		give: func(r *badRow) {
 			reclaimQueues(r)
 			a = r.gang("a", "bi-qa", 4, 4, "10", nil)
-			r.budget("a", 1)
+			r.budget("a", 4, 1)
 			r.bindsWithin(10*time.Second, a...)
 			r.pods = r.gang("b", "bi-qb", 2, 2, "4", nil)
 		},
@@ -537,7 +541,7 @@ func pdbAnotherChoice(allowed int32, skip string) badInput {
 			reclaimQueues(r)
 			a1 = r.gang("a1", "bi-qa", 2, 2, "10", nil)
 			a2 = r.gang("a2", "bi-qa", 2, 2, "10", nil)
-			r.budget("a1", allowed)
+			r.budget("a1", 2, allowed)
 			r.bindsWithin(10*time.Second, append(a1, a2...)...)
 			r.pods = r.gang("b", "bi-qb", 2, 2, "4", nil)
 		},
