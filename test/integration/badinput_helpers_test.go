@@ -502,10 +502,11 @@ func (r *badRow) budget(group string, size, allowed int32) {
 // pdbAllowingOne: bi-qa's one gang, 4 members of 10 cpu with minMember 4,
 // fills the cluster, under a PodDisruptionBudget that allows one
 // disruption; bi-qb's gang needs 2×4 cpu. Reclaim evicts the gang whole
-// (one member would leave it below minMember), so it deletes 4 pods: a
-// budget that allows a disruption does not protect its pods from reclaim
-// (README, reclaim.go), and reclaim deletes pods, as preemption does, with
-// no Eviction API call the budget could refuse.
+// (one member would leave it below minMember): 4 disruptions where the
+// budget allows one, taken because no other choice lets bi-qb's gang fit.
+// A budget only orders victims (README, reclaim.go): reclaim deletes pods,
+// as stock preemption does, with no Eviction API call a budget could
+// refuse.
 func pdbAllowingOne() badInput {
 	var a []string
 	return badInput{
@@ -531,11 +532,10 @@ func pdbAllowingOne() badInput {
 // of them whole. Taking a1 would disrupt two of its pods, beyond its budget,
 // while a2 breaks no budget: reclaim takes a2, as stock preemption prefers
 // victims whose budgets allow their eviction.
-func pdbAnotherChoice(allowed int32, skip string) badInput {
+func pdbAnotherChoice(allowed int32) badInput {
 	var a1, a2 []string
 	return badInput{
 		name:  fmt.Sprintf("PodDisruptionBudget allowing %d disruptions, with a gang under no budget to take instead", allowed),
-		skip:  skip,
 		nodes: reclaimNodes,
 		give: func(r *badRow) {
 			reclaimQueues(r)

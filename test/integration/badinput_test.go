@@ -377,7 +377,6 @@ func timingRows() []badInput {
 			// One 8-cpu node: g-0 holds half of it at Permit, waiting for
 			// the gated g-1.
 			name:  "PodGroup deleted while members wait at Permit",
-			skip:  "bug: the gang turns Invalid at once, but its member waiting at Permit keeps its room until scheduleTimeoutSeconds (60 s)",
 			nodes: oneNode("8"),
 			give: func(r *badRow) {
 				r.podGroup("g", v1alpha1.PodGroupSpec{MinMember: 2})
@@ -404,7 +403,6 @@ func timingRows() []badInput {
 			// One 12-cpu node: g-0 and g-1 wait at Permit for the gated g-2;
 			// g-1 leaves the gang, which is then too small to start.
 			name:  "member relabelled out of its gang while the others wait at Permit",
-			skip:  "bug: the gang turns Invalid at once, but the relabelled pod and its former sibling stay waiting at Permit until scheduleTimeoutSeconds (60 s)",
 			nodes: oneNode("12"),
 			give: func(r *badRow) {
 				r.podGroup("g", v1alpha1.PodGroupSpec{MinMember: 3})
@@ -454,8 +452,8 @@ func timingRows() []badInput {
 		},
 		victimBehindFinalizer(),
 		pdbAllowingOne(),
-		pdbAnotherChoice(0, ""),
-		pdbAnotherChoice(1, "bug: reclaim counts a budget that allows one disruption as no budget, and takes a1's two pods (first by name) rather than a2's"),
+		pdbAnotherChoice(0),
+		pdbAnotherChoice(1),
 	}
 }
 
@@ -467,7 +465,6 @@ func plannedNodeDeleted() badInput {
 	inG := map[string]string{v1alpha1.LabelPodGroup: "g"}
 	return badInput{
 		name:  "planned node deleted while members wait at Permit",
-		skip:  "bug: the member waiting at Permit on the deleted node is bound to it once its gang is ready",
 		nodes: []badNodes{{"n", 3, simulator.NodeShape{CPU: "4", Memory: "16Gi"}}},
 		give: func(r *badRow) {
 			r.podGroup("g", v1alpha1.PodGroupSpec{MinMember: 2})
