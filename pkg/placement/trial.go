@@ -216,24 +216,36 @@ func (tr *trial) unreserve(ctx context.Context) {
 }
 
 // reserves reports whether placing p takes devices or volumes that the
-// Reserve plugins track: it has resource claims, PersistentVolumeClaims
-// or generic ephemeral volumes, or requests an extended resource that a
-// DeviceClass provides (DRA makes a claim for it). Such a member gets a
-// cycle state of its own and is reserved on its node.
+// Reserve plugins track (see Takes). Such a member gets a cycle state of
+// its own and is reserved on its node.
 func (pl *Placer) reserves(p *v1.Pod) bool {
-	return len(p.Spec.ResourceClaims) > 0 || hasClaimVolume(p) || pl.requestsDeviceClass(p)
+	var classes fwk.DeviceClassResolver
+	if dra := pl.Handle.SharedDRAManager(); dra != nil {
+		classes = dra.DeviceClassResolver()
+	}
+	devices, volumes := Takes(p, classes)
+	return devices || volumes
+}
+
+// Takes reports whether placing p takes devices (it has resource claims,
+// or requests an extended resource that a DeviceClass of classes
+// provides: DRA makes a claim for it) or volumes (PersistentVolumeClaims
+// or generic ephemeral volumes): what DynamicResources and VolumeBinding
+// reserve, and what a gang's plan can run out of. classes is nil where
+// DRA is off.
+func Takes(p *v1.Pod, classes fwk.DeviceClassResolver) (devices, volumes bool) {
+	return len(p.Spec.ResourceClaims) > 0 || requestsDeviceClass(p, classes), hasClaimVolume(p)
 }
 
 // requestsDeviceClass reports whether p requests an extended resource
 // that a DeviceClass provides (feature DRAExtendedResource).
-func (pl *Placer) requestsDeviceClass(p *v1.Pod) bool {
-	dra := pl.Handle.SharedDRAManager()
-	if dra == nil {
+func requestsDeviceClass(p *v1.Pod, classes fwk.DeviceClassResolver) bool {
+	if classes == nil {
 		return false
 	}
 	mapped := func(requests v1.ResourceList) bool {
 		for name, q := range requests {
-			if !q.IsZero() && schedutil.IsDRAExtendedResourceName(name) && dra.DeviceClassResolver().GetDeviceClass(name) != nil {
+			if !q.IsZero() && schedutil.IsDRAExtendedResourceName(name) && classes.GetDeviceClass(name) != nil {
 				return true
 			}
 		}

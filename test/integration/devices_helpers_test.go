@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/kubernetes/pkg/controller/volume/persistentvolume"
 	"k8s.io/utils/ptr"
@@ -63,6 +64,21 @@ func (e *env) devices(count int, nodes ...string) {
 		e.t.Cleanup(func() {
 			_ = cluster.Client.ResourceV1().ResourceSlices().Delete(context.Background(), slice.Name, metav1.DeleteOptions{})
 		})
+	}
+}
+
+// addDevice publishes one more device in node's slice (made by devices),
+// as a driver does when a device comes up.
+func (e *env) addDevice(node string) {
+	e.t.Helper()
+	slices := cluster.Client.ResourceV1().ResourceSlices()
+	slice, err := slices.Get(e.ctx, e.ns+"-"+node, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", len(slice.Spec.Devices))})
+	if _, err := slices.Update(e.ctx, slice, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
 	}
 }
 
@@ -124,29 +140,35 @@ func (e *env) localStorage(nodes ...string) string {
 		_ = cluster.Client.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
 	})
 	for _, node := range nodes {
-		pv := &v1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + node},
-			Spec: v1.PersistentVolumeSpec{
-				Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-				AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-				StorageClassName:              class,
-				PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
-				PersistentVolumeSource:        v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/disk"}},
-				NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-					MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
-				}}}},
-			},
-		}
-		if _, err := cluster.Client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
-			e.t.Fatal(err)
-		}
-		e.t.Cleanup(func() {
-			pvs := cluster.Client.CoreV1().PersistentVolumes()
-			_, _ = pvs.Patch(context.Background(), pv.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-			_ = pvs.Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
-		})
+		e.localVolume(class, node)
 	}
 	return class
+}
+
+// localVolume creates a local PersistentVolume of the class on node.
+func (e *env) localVolume(class, node string) {
+	e.t.Helper()
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + node},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			StorageClassName:              class,
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/disk"}},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+			}}}},
+		},
+	}
+	if _, err := cluster.Client.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		pvs := cluster.Client.CoreV1().PersistentVolumes()
+		_, _ = pvs.Patch(context.Background(), pv.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = pvs.Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
 }
 
 // withVolume gives pod a claim of its own, created here and unbound, to a
@@ -187,6 +209,35 @@ func (e *env) boundVolume(pod string) string {
 		return ""
 	}
 	return pvc.Spec.VolumeName
+}
+
+// waitVolumesChosen waits at most d until each pod's claim (made by
+// withVolume) is named by a volume's claimRef: the scheduler's
+// VolumeBinding writes it in PreBind, which a gang's members reach only
+// once all of them are placed.
+func (e *env) waitVolumesChosen(d time.Duration, pods ...string) {
+	e.t.Helper()
+	chosen := map[string]string{}
+	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
+		pvs, err := cluster.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil // the deadline, or a failed List: try again until it
+		}
+		for _, pv := range pvs.Items {
+			if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == e.ns {
+				chosen[strings.TrimSuffix(ref.Name, "-data")] = pv.Name
+			}
+		}
+		for _, p := range pods {
+			if chosen[p] == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		e.t.Fatalf("volumes not chosen for all of %v within %v (chosen: %v)", pods, d, chosen)
+	}
 }
 
 // noFailedScheduling checks that no pod of the case failed a scheduling

@@ -89,18 +89,7 @@ func TestGangDevices(t *testing.T) {
 		e.create(e.withDevices(members, class)...)
 		placed := e.waitBound(members...)
 		e.noFailedScheduling("cannot allocate all claims")
-		devices := map[string]string{}
-		for _, m := range members {
-			pool, device := e.allocatedDevice(m)
-			if pool != placed[m] {
-				t.Errorf("member %s on node %s has a device of pool %q", m, placed[m], pool)
-			}
-			id := pool + "/" + device
-			if other, taken := devices[id]; taken {
-				t.Errorf("members %s and %s were given the same device %s", other, m, id)
-			}
-			devices[id] = m
-		}
+		e.distinctDevices(placed, members)
 	})
 	t.Run("5 members on 2 nodes of 2 devices bind none", func(t *testing.T) {
 		e := newEnv(t)
@@ -113,6 +102,53 @@ func TestGangDevices(t *testing.T) {
 		e.create(e.withDevices(members, class)...)
 		e.waitUnschedulable(members, "placeable 4/5", "cannot allocate all claims")
 	})
+}
+
+// TestGangDevicesPublished: a gang refused by its plan for want of
+// devices is retried as soon as devices are published, whether by a new
+// ResourceSlice or in a node's slice, not at the scheduling queue's
+// periodic flush of its unschedulable pods (5 minutes).
+func TestGangDevicesPublished(t *testing.T) {
+	for _, publish := range []struct {
+		name string
+		do   func(e *env, nodes []string)
+	}{
+		{"a third node's slice is created", func(e *env, nodes []string) { e.devices(1, nodes[2]) }},
+		{"a node's slice gains a device", func(e *env, nodes []string) { e.addDevice(nodes[0]) }},
+	} {
+		t.Run(publish.name, func(t *testing.T) {
+			e := newEnv(t)
+			nodes := e.unevenNodes(3)
+			class := e.deviceClass()
+			e.devices(1, nodes[:2]...)
+			e.startScheduler(gangConfig(t))
+			e.podGroup("g", v1alpha1.PodGroupSpec{MinMember: 3})
+			members := names("g", 3)
+			e.create(e.withDevices(members, class)...)
+			e.waitUnschedulable(members, "placeable 2/3", "cannot allocate all claims")
+			publish.do(e, nodes)
+			placed := e.waitBoundWithin(2*time.Second, members...)
+			e.distinctDevices(placed, members)
+		})
+	}
+}
+
+// distinctDevices checks that each member has a device of its node's
+// pool, and no two members the same device.
+func (e *env) distinctDevices(placed map[string]string, members []string) {
+	e.t.Helper()
+	devices := map[string]string{}
+	for _, m := range members {
+		pool, device := e.allocatedDevice(m)
+		if pool != placed[m] {
+			e.t.Errorf("member %s on node %s has a device of pool %q", m, placed[m], pool)
+		}
+		id := pool + "/" + device
+		if other, taken := devices[id]; taken {
+			e.t.Errorf("members %s and %s were given the same device %s", other, m, id)
+		}
+		devices[id] = m
+	}
 }
 
 func TestGangLocalVolumes(t *testing.T) {
@@ -141,6 +177,32 @@ func TestGangLocalVolumes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGangVolumeCreated: a gang refused by its plan for want of local
+// volumes is retried as soon as a volume is created, not at the
+// scheduling queue's periodic flush: within 2 s its members have their
+// volumes chosen (the scheduler binds them in PreBind, once the whole
+// gang is placed). Binding the pods then waits for the PV controller and
+// VolumeBinding's PreBind, which checks the claims once a second.
+func TestGangVolumeCreated(t *testing.T) {
+	e := newEnv(t)
+	nodes := e.unevenNodes(3)
+	e.startPVController()
+	class := e.localStorage(nodes[:2]...)
+	e.startScheduler(gangConfig(t))
+	e.podGroup("g", v1alpha1.PodGroupSpec{MinMember: 3})
+	members := names("g", 3)
+	e.create(e.withVolumes(members, class)...)
+	e.waitUnschedulable(members, "placeable 2/3", "didn't find available persistent volumes to bind")
+	e.localVolume(class, nodes[2])
+	e.waitVolumesChosen(2*time.Second, members...)
+	placed := e.waitBound(members...)
+	for _, m := range members {
+		if pv, want := e.boundVolume(m), e.ns+"-"+placed[m]; pv != want {
+			t.Errorf("member %s on %s: its claim is bound to %q, want %q", m, placed[m], pv, want)
+		}
 	}
 }
 
