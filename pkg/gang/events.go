@@ -148,6 +148,16 @@ func (m *Manager) notifyChange(key Key, c change) {
 	}
 }
 
+// Refused reports whether the gang was invalid when one of its members
+// was observed (PreEnqueue) and has not been seen valid since: its members
+// wait at PreEnqueue, and only a change that makes it valid moves them,
+// which the Manager reports (OnWake). Room freed or nodes changing do not.
+func (m *Manager) Refused(key Key) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.refused[key]
+}
+
 // checkValid wakes the gang's pending members when it became valid after
 // Observe refused a member for it. A gang valid whenever it was observed
 // has no member to wake: PreEnqueue let them all in.

@@ -37,8 +37,8 @@ func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHin
 		// ready for members waiting behind a plan.
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodLabel}, QueueingHintFn: pl.isSibling},
 		// A pod leaving a node frees room.
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: freesRoom},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.freesRoom},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}, QueueingHintFn: pl.unlessRefused},
 		{Event: fwk.ClusterEvent{Resource: musterPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.namesGang(gang.FamilyMuster)},
 	}
 	// Devices and volumes freed or published, for gangs that take some.
@@ -51,23 +51,43 @@ func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHin
 	return events, nil
 }
 
+// isSibling queues a member when a pod of its gang is added or relabelled.
+// The pod's key is read first: it is in no gang for most events, and the
+// hint runs once per waiting member.
 func (pl *Plugin) isSibling(logger klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
 	other, ok := newObj.(*v1.Pod)
 	if !ok {
 		return fwk.Queue, nil
 	}
-	a, ok := pl.keyOf(pod)
-	if b, okb := pl.keyOf(other); ok && okb && a == b {
+	b, okb := pl.keyOf(other)
+	if !okb {
+		return fwk.QueueSkip, nil
+	}
+	if a, ok := pl.keyOf(pod); ok && a == b {
 		logger.V(5).Info("Sibling changed: requeue", "pod", klog.KObj(pod), "sibling", klog.KObj(other))
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
 }
 
-// freesRoom queues a member when a bound pod goes away.
-func freesRoom(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+// freesRoom queues a member when a bound pod goes away, unless its gang
+// waits to be valid (see unlessRefused).
+func (pl *Plugin) freesRoom(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	deleted, _, err := util.As[*v1.Pod](oldObj, nil)
 	if err == nil && deleted.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil
+	}
+	return pl.unlessRefused(logger, pod, oldObj, newObj)
+}
+
+// unlessRefused queues a member for an event that frees or adds room,
+// unless its gang was refused at PreEnqueue as invalid: room does not make
+// it valid, and the gang state wakes its members when it turns valid
+// (gang.Manager.OnWake). The members of a gang that can never be valid
+// (20,000 pods, min-available 20,001) are then not moved and refused
+// again on every pod deletion and node update.
+func (pl *Plugin) unlessRefused(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	if key, ok := pl.keyOf(pod); ok && pl.manager.Refused(key) {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil

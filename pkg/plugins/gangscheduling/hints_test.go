@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -96,9 +97,7 @@ func TestEventsToRegisterDevicesAndVolumes(t *testing.T) {
 	var got []string
 	for _, e := range events {
 		if e.QueueingHintFn == nil {
-			if e.Event.Resource != fwk.Node {
-				t.Errorf("%s is registered without a hint", e.Event.Label())
-			}
+			t.Errorf("%s is registered without a hint", e.Event.Label())
 			continue
 		}
 		got = append(got, e.Event.Label())
@@ -106,6 +105,7 @@ func TestEventsToRegisterDevicesAndVolumes(t *testing.T) {
 	want := []string{
 		fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add | fwk.UpdatePodLabel}.Label(),
 		fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}.Label(),
+		fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint | fwk.UpdateNodeCondition}.Label(),
 		fwk.ClusterEvent{Resource: musterPodGroups, ActionType: fwk.Add | fwk.Update}.Label(),
 		fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}.Label(),
 		fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}.Label(),
@@ -327,4 +327,51 @@ func TestDeviceHintFollowsGang(t *testing.T) {
 	}
 	waitUntil(ctx, t, "the gang state to see the member bound", func() bool { return manager.IsAllocated(key, gpu.UID) })
 	check("the member with a claim bound", fwk.QueueSkip)
+}
+
+// TestRoomHintsSkipRefusedGangs: room freed (a bound pod deleted) or a
+// node added requeues a member of a valid gang, not one of a gang refused
+// at PreEnqueue as invalid: room cannot make it valid, and the gang state
+// wakes its members when it turns valid.
+func TestRoomHintsSkipRefusedGangs(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	short := st.MakePod().Namespace("ns").Name("short-0").UID("short-0").
+		Labels(map[string]string{v1alpha1.LabelPodGroup: "short", v1alpha1.LabelMinAvailable: "3"}).Obj()
+	valid := hintGangs.plain.DeepCopy()
+	_, manager, _, _ := orderFixture(ctx, t, []runtime.Object{short.DeepCopy(), valid.DeepCopy(), hintGangs.plainOther.DeepCopy()}, 0)
+	pl := &Plugin{manager: manager}
+	for _, p := range []*v1.Pod{short, valid} {
+		if _, invalid, _ := manager.Observe(p); (invalid != "") != (p == short) {
+			t.Fatalf("Observe(%s): invalid %q", p.Name, invalid)
+		}
+	}
+	events, err := pl.EventsToRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := st.MakePod().Namespace("ns").Name("web").Node("n").Obj()
+	node := st.MakeNode().Name("n").Obj()
+	tests := []struct {
+		name           string
+		event          fwk.ClusterEvent
+		oldObj, newObj any
+		pod            *v1.Pod
+		want           fwk.QueueingHint
+	}{
+		{"bound pod deleted, valid gang", fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, bound, nil, valid, fwk.Queue},
+		{"bound pod deleted, refused gang", fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, bound, nil, short, fwk.QueueSkip},
+		{"node added, valid gang", fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, nil, node, valid, fwk.Queue},
+		{"node added, refused gang", fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, nil, node, short, fwk.QueueSkip},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := hintFor(t, events, tc.event)(klog.FromContext(ctx), tc.pod, tc.oldObj, tc.newObj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("hint (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
