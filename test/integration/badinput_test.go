@@ -137,7 +137,8 @@ func badInputs() []badInput {
 	}
 	rows = append(rows, queueRows()...)
 	rows = append(rows, shapeRows()...)
-	return append(rows, timingRows()...)
+	rows = append(rows, timingRows()...)
+	return append(rows, specRows()...)
 }
 
 // invalidLabels is a row of label sets that make no valid gang: two pods of
