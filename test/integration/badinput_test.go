@@ -26,7 +26,7 @@ import (
 // takes it and says what is wrong in a condition or an Event, or handles
 // it as stated. After every row the scheduler still binds a plain pod
 // within 2 s, and what ran before the input still runs (badInput.run).
-// docs/bad-input.md lists the rows.
+// README.md ("Bad input") lists the rows.
 func TestBadInput(t *testing.T) {
 	for _, tc := range badInputs() {
 		t.Run(tc.name, tc.run)
