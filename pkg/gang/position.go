@@ -66,7 +66,7 @@ func (m *Manager) Position(key Key, uid types.UID, withStatus bool) Position {
 		if g.plan != nil {
 			pos.Plan = g.plan.Progress
 		}
-		pos.Priority = m.shapeLocked(key, g).spec.Priority
+		pos.Priority = m.classPriority(key)
 	}
 	if !withStatus {
 		return pos

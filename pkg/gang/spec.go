@@ -10,6 +10,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/utils/ptr"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -80,7 +81,7 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 				if src.priorityClass == nil {
 					return spec, fmt.Errorf("PodGroup %s/%s names PriorityClass %q, which does not exist", key.Namespace, key.Name, name)
 				}
-				spec.Priority = &src.priorityClass.Value
+				spec.Priority = ptr.To(src.priorityClass.Value) // not into the informer's object
 			}
 			return spec, nil
 		}

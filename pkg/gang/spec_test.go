@@ -114,7 +114,8 @@ func TestResolveSpec(t *testing.T) {
 		{name: "PodGroup priority class", key: muster, members: []*v1.Pod{member("a", nil)}, pg: withClass(pg, "high"),
 			class: &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
 			want:  Spec{MinMember: 3, Queue: "team", MinTaskMember: map[string]int32{"ps": 1}, Timeout: 30 * time.Second, PodGroup: withClass(pg, "high"), Priority: ptr.To[int32](1000)}},
-		{name: "PodGroup priority class missing", key: muster, members: []*v1.Pod{member("a", nil)}, pg: withClass(pg, "high"),
+		{name: "PodGroup priority class missing: the error, and how many members it needs", key: muster, members: []*v1.Pod{member("a", nil)}, pg: withClass(pg, "high"),
+			want:    Spec{MinMember: 3, Queue: "team", MinTaskMember: map[string]int32{"ps": 1}, Timeout: 30 * time.Second, PodGroup: withClass(pg, "high")},
 			wantErr: `PodGroup ns/g names PriorityClass "high", which does not exist`},
 		{name: "label group", key: muster, members: []*v1.Pod{member("a", min("2")), member("b", min("2"))}, want: Spec{MinMember: 2}},
 		{name: "label group with a queue", key: muster,
@@ -173,6 +174,9 @@ func TestResolveSpec(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("spec beside the error (-want,+got):\n%s", diff)
 				}
 				return
 			}

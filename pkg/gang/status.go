@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -276,17 +277,37 @@ func (m *Manager) sourceObjects(key Key) sources {
 	switch key.Family {
 	case FamilyMuster:
 		src.muster = lookup[*v1alpha1.PodGroup](m.pgStore, key)
-		if src.muster != nil && src.muster.Spec.PriorityClassName != "" && m.pcStore != nil {
-			if obj, ok, _ := m.pcStore.GetByKey(src.muster.Spec.PriorityClassName); ok {
-				src.priorityClass, _ = obj.(*schedulingv1.PriorityClass)
-			}
-		}
+		src.priorityClass = m.priorityClass(src.muster)
 	case FamilySchedulerPlugins:
 		src.schedulerPlugins = lookup[*spv1alpha1.PodGroup](m.spStore, key)
 	case FamilyUpstream:
 		src.upstream = lookup[*schedulingv1beta1.PodGroup](m.upStore, key)
 	}
 	return src
+}
+
+// priorityClass is the PriorityClass pg names; nil when it names none or
+// the class does not exist.
+func (m *Manager) priorityClass(pg *v1alpha1.PodGroup) *schedulingv1.PriorityClass {
+	if pg == nil || pg.Spec.PriorityClassName == "" || m.pcStore == nil {
+		return nil
+	}
+	obj, ok, _ := m.pcStore.GetByKey(pg.Spec.PriorityClassName)
+	if !ok {
+		return nil
+	}
+	pc, _ := obj.(*schedulingv1.PriorityClass)
+	return pc
+}
+
+// classPriority is the value of the priority class the gang's PodGroup
+// names (see Spec.Priority), read from the stores without resolving the
+// gang's shape: QueueSort reads it.
+func (m *Manager) classPriority(key Key) *int32 {
+	if pc := m.priorityClass(m.podGroup(key)); pc != nil {
+		return ptr.To(pc.Value)
+	}
+	return nil
 }
 
 // lookup returns the object of the gang's name in store (nil: none, or

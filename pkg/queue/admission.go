@@ -69,11 +69,10 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 	if ok, why := snap.Permits(st.Key.Namespace, g.Queue); !ok {
 		return false, why
 	}
-	within := snap.overCeiling(chain, g.MinResources)
-	if within != "" && !snap.Lends(g.Queue, g.MinResources, nil, true) {
-		return false, within
+	if why := snap.overCeiling(chain, g.MinResources); why != "" && !snap.Lends(g.Queue, g.MinResources, nil, true) {
+		return false, why
 	}
-	if ok, r := s.overcommitted(g, snap, within == ""); !ok {
+	if ok, r := s.overcommitted(g, snap, withinDeserved(leaf, g.MinResources)); !ok {
 		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
 	}
 	if st.Spec.MinMember <= 1 && len(st.Spec.MinTaskMember) == 0 {
@@ -111,15 +110,16 @@ func (snap *Snapshot) overCeiling(chain []*Figures, min Vector) string {
 }
 
 // overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used
-// (+ lent, for a gang within its queue's ceiling). Dimensions no node
-// offers are not limited here.
+// (+ lent, for a gang within its queue's deserved share). Dimensions no
+// node offers are not limited here.
 //
-// lent is what other reclaimable queues hold above their deserved share:
-// reclaim gives it back to the queues that deserve it, so room lent out
-// never keeps a queue from taking its own share back on a full cluster.
-func (s *State) overcommitted(g *GangFigures, snap *Snapshot, withinCeiling bool) (bool, v1.ResourceName) {
+// lent is what other reclaimable queues hold above their deserved share
+// and guarantee: reclaim gives it back to the queues that deserve it, so
+// room lent out never keeps a queue from taking its own share back on a
+// full cluster.
+func (s *State) overcommitted(g *GangFigures, snap *Snapshot, withinDeserved bool) (bool, v1.ResourceName) {
 	var lent Vector
-	if withinCeiling {
+	if withinDeserved {
 		lent = snap.lentOut(g.Queue)
 	}
 	r := firstOver(g.MinResources, func(k v1.ResourceName) bool {
@@ -172,7 +172,7 @@ func (snap *Snapshot) FitsCeiling(queue string, need Vector) (bool, string) {
 }
 
 // lentOut sums what the reclaimable leaf queues but q hold above their
-// deserved share.
+// deserved share and their guarantee, which reclaim never goes below.
 func (snap *Snapshot) lentOut(q string) Vector {
 	out := Vector{}
 	for name, f := range snap.Queues {
@@ -180,10 +180,24 @@ func (snap *Snapshot) lentOut(q string) Vector {
 			continue
 		}
 		for k, a := range f.Allocated {
-			if d, ok := f.Deserved[k]; ok && a > d {
-				out[k] += a - d
+			if d, ok := f.Deserved[k]; ok {
+				if floor := max(d, f.Guarantee[k]); a > floor {
+					out[k] += a - floor
+				}
 			}
 		}
 	}
 	return out
+}
+
+// withinDeserved reports whether the leaf queue f holds, with a gang of
+// minimum min admitted, no more than its deserved share: allocated +
+// inqueue − elastic + min ≤ deserved wherever min asks.
+func withinDeserved(f *Figures, min Vector) bool {
+	for k, n := range min {
+		if n > 0 && f.Allocated[k]+f.Inqueue[k]-f.Elastic[k]+n > f.Deserved[k] {
+			return false
+		}
+	}
+	return true
 }

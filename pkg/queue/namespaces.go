@@ -12,12 +12,19 @@ import (
 // Which namespaces may submit to a queue (Queue.spec.namespaceSelector).
 
 // watchNamespaces reads namespaces' labels from the scheduler's informer;
-// when a namespace's labels change, its gangs are accounted again and
-// every waiting gang is retried (see QueueChanges).
+// when a namespace is added or its labels change, its gangs are accounted
+// again and every waiting gang is retried (see QueueChanges).
 func (s *State) watchNamespaces(f informers.SharedInformerFactory) error {
 	informer := f.Core().V1().Namespaces()
 	s.namespaces = informer.Lister()
-	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		// A pod may be seen before its namespace: refused then for want of
+		// labels, its gang is retried when the namespace arrives.
+		AddFunc: func(obj any, initial bool) {
+			if n, ok := obj.(*v1.Namespace); ok && !initial {
+				s.namespaceChanged(n.Name)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, okOld := oldObj.(*v1.Namespace)
 			n, okNew := newObj.(*v1.Namespace)

@@ -113,7 +113,7 @@ type GangFigures struct {
 	Allocated    Vector
 	Admitted     bool
 	Ready        bool
-	// Priority is the highest priority among the gang's live members.
+	// Priority is the gang's (gang.Status.Priority).
 	Priority int32
 	// DominantShare is max over resources of bound/total (DRF): what the
 	// gang holds, not what it is being given while it is placed, so that

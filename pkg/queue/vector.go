@@ -36,7 +36,9 @@ func (v Vector) addList(l v1.ResourceList) {
 
 // MaxQuantity bounds one quantity in a Vector (2^53 base units, millicores
 // for cpu: 9·10^12 cores, 8 PiB of memory), so that a sum of a thousand
-// of them cannot overflow int64.
+// of them cannot overflow int64. Sums over more (every pod of a queue) can
+// only if over a thousand pods each ask beyond any real node; Add and Sub
+// then wrap alike, so running sums still recount to the same values.
 const MaxQuantity = 1 << 53
 
 // maxMilli is MaxQuantity millicores.
