@@ -41,28 +41,30 @@ func (v Vector) addList(l v1.ResourceList) {
 // then wrap alike, so running sums still recount to the same values.
 const MaxQuantity = 1 << 53
 
-// maxMilli is MaxQuantity millicores.
-var maxMilli = *resource.NewMilliQuantity(MaxQuantity, resource.DecimalSI)
-
 // quantity is q in a Vector's unit for resource name, clamped to
 // [0, MaxQuantity]: a negative quantity (which only objects written before
 // validation refused them can hold) counts as none, a larger one as
-// MaxQuantity. (resource.Quantity's own int64 conversions wrap or round
-// to 0 beyond int64.)
+// MaxQuantity, a positive one below the unit as one. The bounds are
+// checked on an approximation first: a quantity such as 1e1000000000
+// parses, and exact comparison or conversion of it would not end.
+// (resource.Quantity's own int64 conversions also wrap beyond int64.)
 func quantity(name v1.ResourceName, q resource.Quantity) int64 {
 	if q.Sign() <= 0 {
 		return 0
 	}
+	f := q.AsApproximateFloat64()
 	if name == v1.ResourceCPU {
-		if q.Cmp(maxMilli) >= 0 {
-			return MaxQuantity
-		}
-		return q.MilliValue()
+		f *= 1000
 	}
-	if q.CmpInt64(MaxQuantity) >= 0 {
+	switch {
+	case f >= MaxQuantity:
 		return MaxQuantity
+	case f < 1:
+		return 1 // rounded up, as Value and MilliValue do
+	case name == v1.ResourceCPU:
+		return min(q.MilliValue(), MaxQuantity)
 	}
-	return q.Value()
+	return min(q.Value(), MaxQuantity)
 }
 
 // List converts back to a ResourceList.

@@ -78,6 +78,8 @@ func TestFromListClamps(t *testing.T) {
 		{"cpu just below the bound", v1.ResourceList{"cpu": resource.MustParse("9007199254740")}, Vector{"cpu": 9007199254740000}},
 		{"cpu at the bound", v1.ResourceList{"cpu": resource.MustParse("9007199254740992m")}, Vector{"cpu": MaxQuantity}},
 		{"memory beyond the bound", v1.ResourceList{"memory": resource.MustParse("100Ei")}, Vector{"memory": MaxQuantity}},
+		{"an exponent of a billion (parses, and exact arithmetic on it would not end)", v1.ResourceList{"cpu": resource.MustParse("1e1000000000"), "memory": resource.MustParse("1e1000000000")}, Vector{"cpu": MaxQuantity, "memory": MaxQuantity}},
+		{"a positive amount below the unit rounds up", v1.ResourceList{"cpu": resource.MustParse("1n"), "memory": resource.MustParse("1m")}, Vector{"cpu": 1, "memory": 1}},
 		{"extended resource beyond int64", v1.ResourceList{"example.com/x": resource.MustParse("1e30")}, Vector{"example.com/x": MaxQuantity}},
 	}
 	for _, tc := range tests {
