@@ -147,8 +147,12 @@ func (m *Manager) QueueWaiters(all bool) []*v1.Pod {
 	return out
 }
 
-// BoundMembers returns the live members bound to a node, newest first.
-func (m *Manager) BoundMembers(key Key) []*v1.Pod {
+// PlacedMembers returns the live members that hold room on a node, newest
+// first: those bound, and those this scheduler reserved a node for (waiting
+// at Permit or being bound), each then a copy whose spec.nodeName is the
+// reserved node. Evicting a gang takes all of them: the bound ones alone
+// would leave the reserved ones to bind into a gang below its minimum.
+func (m *Manager) PlacedMembers(key Key) []*v1.Pod {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	g := m.groups[key]
@@ -156,10 +160,19 @@ func (m *Manager) BoundMembers(key Key) []*v1.Pod {
 		return nil
 	}
 	var out []*v1.Pod
-	for _, p := range g.members {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !podutil.IsPodTerminal(p) {
-			out = append(out, p)
+	for uid, p := range g.members {
+		if p.DeletionTimestamp != nil || podutil.IsPodTerminal(p) {
+			continue
 		}
+		if p.Spec.NodeName == "" {
+			node, reserved := g.reserved[uid]
+			if !reserved {
+				continue
+			}
+			p = p.DeepCopy()
+			p.Spec.NodeName = node
+		}
+		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b *v1.Pod) int { return compareMembers(b, a) })
 	return out

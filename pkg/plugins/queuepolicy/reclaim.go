@@ -308,8 +308,9 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 			return true // neither lower priority nor evened by share
 		}
 		// Members being evicted are not counted: taking "extras" must never
-		// leave the gang below its minimum.
-		bound := slices.DeleteFunc(pl.gangs.BoundMembers(key), func(p *v1.Pod) bool { _, ok := evicting[p.UID]; return ok })
+		// leave the gang below its minimum. Members reserved and not bound
+		// yet are counted: a whole gang is taken whole.
+		bound := slices.DeleteFunc(pl.gangs.PlacedMembers(key), func(p *v1.Pod) bool { _, ok := evicting[p.UID]; return ok })
 		if len(bound) == 0 || systemCritical(bound) {
 			return true
 		}

@@ -3,6 +3,7 @@ package queuepolicy
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -46,6 +47,9 @@ func TestCandidates(t *testing.T) {
 		notAdmitted bool
 		// evicting names pods whose eviction is in flight.
 		evicting []string
+		// reserved names pending pods reserved a node (waiting at Permit
+		// or being bound), by node.
+		reserved map[string]string
 		// protected is the pod-group label value a PodDisruptionBudget
 		// allowing no disruption selects.
 		protected string
@@ -142,6 +146,17 @@ func TestCandidates(t *testing.T) {
 			want:     []string{"reclaim whole ns/x [x-1 x-0] cpu=2"},
 		},
 		{
+			name:     "members reserved and not bound yet are taken with the bound ones",
+			queues:   queues(overA),
+			pods:     x.pods("n1", "", "n2"),
+			need:     cpu(1000),
+			reserved: map[string]string{"x-1": "n1"},
+			want: []string{
+				"reclaim extra ns/x [x-2] cpu=1",
+				"reclaim whole ns/x [x-2 x-1 x-0] cpu=3",
+			},
+		},
+		{
 			name:      "a gang a disruption budget protects is offered after every other",
 			queues:    queues(overA),
 			pods:      podsOf(x.pods("n1", "n1", "n2"), y.pods("n2"), lower.pods("n1")),
@@ -175,6 +190,14 @@ func TestCandidates(t *testing.T) {
 				key, _ := gang.KeyOf(p)
 				pl.records.recordEvictions(gang.Key{Family: gang.FamilyMuster, Namespace: testNamespace, Name: "earlier"},
 					[]unit{{gang: key, queue: p.Labels[v1alpha1.LabelQueue], pods: []*v1.Pod{p}}})
+			}
+			for name, node := range tc.reserved {
+				p := podNamed(t, tc.pods, name)
+				key, _ := gang.KeyOf(p)
+				pl.gangs.Reserve(key, p.UID, node, time.Now())
+			}
+			if len(tc.reserved) > 0 {
+				snap = pl.state.Refresh()
 			}
 			if tc.protected != "" {
 				sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelPodGroup: tc.protected})
@@ -579,7 +602,7 @@ func TestExtraUnits(t *testing.T) {
 		return st.MakePod().Namespace(testNamespace).Name(name).UID(name).Label(v1alpha1.LabelRole, role).
 			Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Node("n1").Obj()
 	}
-	// Newest first, as BoundMembers lists them.
+	// Newest first, as PlacedMembers lists them.
 	bound := []*v1.Pod{member("w-2", "worker"), member("ps-1", "ps"), member("w-1", "worker"), member("ps-0", "ps"), member("w-0", "worker")}
 	tests := []struct {
 		name string
