@@ -36,6 +36,11 @@ sed -i 's/^\( *\)\(pattern: ^(\\+|-)?\)/\1maxLength: 64\n\1\2/' manifests/crds/*
 rm -f manifests/charts/muster/crds/*.yaml
 cp manifests/crds/*.yaml manifests/charts/muster/crds/
 cp manifests/scheduler-plugins/scheduling.x-k8s.io_podgroups.yaml manifests/charts/muster/files/
+# Volcano's PodGroup and Queue CRDs, generated from the types of its
+# published API module as Volcano generates them: tests install them, and
+# so may clusters that run Muster without Volcano's own charts.
+rm -f manifests/volcano/*.yaml
+"${CONTROLLER_GEN}" crd:crdVersions=v1 paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 output:crd:artifacts:config=manifests/volcano
 
 # Typed clientset, listers and informers.
 kube::codegen::gen_client \

@@ -20,7 +20,7 @@ trap 'rm -rf "${TMP}"' EXIT
 # Copy the tracked and untracked-but-not-ignored files, then regenerate there.
 git ls-files --cached --others --exclude-standard -z | xargs -0 -I{} cp --parents {} "${TMP}/"
 (cd "${TMP}" && CONTROLLER_GEN="${CONTROLLER_GEN:-${ROOT}/bin/controller-gen}" GOBIN="${ROOT}/bin" hack/update-codegen.sh >/dev/null)
-for dir in apis pkg/generated manifests/crds manifests/charts/muster/crds manifests/charts/muster/files; do
+for dir in apis pkg/generated manifests/crds manifests/volcano manifests/charts/muster/crds manifests/charts/muster/files; do
   if ! diff -r "${ROOT}/${dir}" "${TMP}/${dir}" >/dev/null; then
     echo "generated files under ${dir} are stale; run 'make generate':"
     diff -r "${ROOT}/${dir}" "${TMP}/${dir}" | head -20

@@ -27,6 +27,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/controllers/podgroup"
@@ -364,7 +366,7 @@ func waitSynced(ctx context.Context, synced func() bool) bool {
 }
 
 // clientsFor builds the CRD clients, checking that Muster's CRDs are served
-// and whether scheduler-plugins' PodGroup is.
+// and whether scheduler-plugins' and Volcano's PodGroups are.
 func clientsFor(kubeConfig *rest.Config) (gang.Clients, error) {
 	cfg := rest.CopyConfig(kubeConfig)
 	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
@@ -403,6 +405,14 @@ func clientsFor(kubeConfig *rest.Config) (gang.Clients, error) {
 	}
 	if ok {
 		if c.SchedulerPlugins, err = spclient.NewForConfig(cfg); err != nil {
+			return gang.Clients{}, err
+		}
+	}
+	if ok, err = served(vcv1beta1.SchemeGroupVersion.String(), "podgroups"); err != nil {
+		return gang.Clients{}, fmt.Errorf("checking for Volcano's PodGroup CRD: %w", err)
+	}
+	if ok {
+		if c.Volcano, err = vcclient.NewForConfig(cfg); err != nil {
 			return gang.Clients{}, err
 		}
 	}

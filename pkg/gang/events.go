@@ -2,8 +2,11 @@ package gang
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
 // The gang state's events: the scheduler's pod events it forwards to other
@@ -201,15 +204,35 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 		UpdateFunc: func(oldObj, newObj any) {
 			// The gang reads the spec alone: a status write (Muster's
 			// own, every change of a waiting gang) changes nothing.
-			o, okOld := oldObj.(metav1.Object)
-			n, okNew := newObj.(metav1.Object)
-			if okOld && okNew && o.GetGeneration() == n.GetGeneration() {
-				return
+			if SpecChanged(oldObj, newObj) {
+				notify(newObj)
 			}
-			notify(newObj)
 		},
 		DeleteFunc: notify,
 	}
+}
+
+// SpecChanged reports whether a PodGroup update may change what its gang
+// requires. The generation says so for PodGroups with a status
+// subresource; Volcano's CRD has none, so every status write bumps its
+// generation: its spec is compared instead.
+func SpecChanged(oldObj, newObj any) bool {
+	switch o := oldObj.(type) {
+	case *vcv1beta1.PodGroup:
+		n, ok := newObj.(*vcv1beta1.PodGroup)
+		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	case *unstructured.Unstructured: // the scheduler's informers of custom resources
+		n, ok := newObj.(*unstructured.Unstructured)
+		if !ok {
+			return true
+		}
+		if o.GroupVersionKind().Group == vcv1beta1.SchemeGroupVersion.Group {
+			return !equality.Semantic.DeepEqual(o.Object["spec"], n.Object["spec"])
+		}
+	}
+	o, okOld := oldObj.(metav1.Object)
+	n, okNew := newObj.(metav1.Object)
+	return !okOld || !okNew || o.GetGeneration() != n.GetGeneration()
 }
 
 // priorityClassHandler resolves again the gangs whose PodGroup names a
@@ -227,7 +250,7 @@ func (m *Manager) priorityClassHandler() cache.ResourceEventHandler {
 		var moved []Key
 		m.mu.Lock()
 		for key, g := range m.groups {
-			if pg := m.podGroup(key); pg != nil && pg.Spec.PriorityClassName == o.GetName() {
+			if m.className(key) == o.GetName() {
 				g.changed()
 				g.shape.Store(nil)
 				g.short.Store(0)

@@ -13,9 +13,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
+	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	spinformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	splisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
 	musterclient "github.com/muster-sched/muster/pkg/generated/clientset/versioned"
 	musterinformers "github.com/muster-sched/muster/pkg/generated/informers/externalversions"
@@ -48,6 +52,8 @@ type Manager struct {
 	// upStore holds the scheduling.k8s.io PodGroups; nil when Muster does
 	// not schedule them (see Clients.UpstreamPodGroups).
 	upStore cache.Store
+	// vcStore holds the Volcano PodGroups; nil when their CRD is absent.
+	vcStore cache.Store
 	// pgStore and spStore are the listers' stores, read by key: a lister's
 	// Get builds a NotFound error for every label-only gang, and QueueSort
 	// looks a gang's PodGroup up on every comparison.
@@ -153,6 +159,8 @@ type Clients struct {
 	// SchedulerPlugins is nil when scheduler-plugins' PodGroup CRD is not
 	// installed.
 	SchedulerPlugins spclient.Interface
+	// Volcano is nil when Volcano's PodGroup CRD is not installed.
+	Volcano vcclient.Interface
 	// UpstreamPodGroups says that the API serves scheduling.k8s.io/v1beta1
 	// PodGroups and this scheduler leaves their pods to Muster (its
 	// GenericWorkload gate is off): Muster watches them through Kube.
@@ -237,6 +245,16 @@ func NewManager(ctx context.Context, c Clients) (*Manager, error) {
 		synced = append(synced, spInformer.Informer().HasSynced)
 		sf.Start(ctx.Done())
 	}
+	if c.Volcano != nil {
+		vf := vcinformers.NewSharedInformerFactory(c.Volcano, 0)
+		vcInformer := vf.Scheduling().V1beta1().PodGroups().Informer()
+		m.vcStore = vcInformer.GetStore()
+		if _, err := vcInformer.AddEventHandler(m.groupHandler(FamilyVolcano)); err != nil {
+			return nil, err
+		}
+		synced = append(synced, vcInformer.HasSynced)
+		vf.Start(ctx.Done())
+	}
 	m.synced = synced
 	return m, nil
 }
@@ -278,3 +296,24 @@ func (m *Manager) PodGroupLister() musterlisters.PodGroupLister { return m.pgLis
 // SchedulerPluginsInstalled reports whether scheduler-plugins' PodGroup CRD
 // was served when the Manager started.
 func (m *Manager) SchedulerPluginsInstalled() bool { return m.spLister != nil }
+
+// VolcanoInstalled says whether the Manager watches Volcano PodGroups.
+func (m *Manager) VolcanoInstalled() bool { return m.vcStore != nil }
+
+// VolcanoPodGroup is the Volcano PodGroup of a gang of that family, if it
+// exists (shared: read only).
+func (m *Manager) VolcanoPodGroup(key Key) *vcv1beta1.PodGroup {
+	if key.Family != FamilyVolcano {
+		return nil
+	}
+	return lookup[*vcv1beta1.PodGroup](m.vcStore, key)
+}
+
+// SchedulerPluginsPodGroup is the scheduler-plugins PodGroup of a gang of
+// that family, if it exists (shared: read only).
+func (m *Manager) SchedulerPluginsPodGroup(key Key) *spv1alpha1.PodGroup {
+	if key.Family != FamilySchedulerPlugins {
+		return nil
+	}
+	return lookup[*spv1alpha1.PodGroup](m.spStore, key)
+}

@@ -46,6 +46,9 @@ const (
 	// FamilySchedulerPlugins: scheduling.x-k8s.io/pod-group, naming a
 	// scheduler-plugins PodGroup.
 	FamilySchedulerPlugins Family = "scheduler-plugins"
+	// FamilyVolcano: the annotation scheduling.k8s.io/group-name (or
+	// scheduling.volcano.sh/group-name), naming a Volcano PodGroup.
+	FamilyVolcano Family = "volcano"
 	// FamilySolo: a pod in no group that names a queue with
 	// muster.dev/queue. It is managed as a gang of one, keyed by its name.
 	FamilySolo Family = "solo"
@@ -95,10 +98,21 @@ func membershipOf(pod *v1.Pod, upstream UpstreamGang) (m membership, ok bool) {
 	if name := l[v1alpha1.SchedulerPluginsLabelPodGroup]; name != "" {
 		return membership{key: Key{FamilySchedulerPlugins, pod.Namespace, name}}, true
 	}
+	if name := volcanoGroup(pod.Annotations); name != "" {
+		return membership{key: Key{FamilyVolcano, pod.Namespace, name}}, true
+	}
 	if _, ok := l[v1alpha1.LabelQueue]; ok {
 		return membership{key: Key{FamilySolo, pod.Namespace, pod.Name}}, true
 	}
 	return membership{}, false
+}
+
+// volcanoGroup is the Volcano PodGroup the annotations name, "" for none.
+func volcanoGroup(a map[string]string) string {
+	if name := a[v1alpha1.VolcanoAnnotationGroupName]; name != "" {
+		return name
+	}
+	return a[v1alpha1.VolcanoAnnotationGroupNameAlt]
 }
 
 // KeyOf returns the gang the pod's labels put it in, if any: every pod

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/utils/ptr"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
@@ -49,11 +51,13 @@ type sources struct {
 	muster           *v1alpha1.PodGroup
 	schedulerPlugins *spv1alpha1.PodGroup
 	upstream         *schedulingv1beta1.PodGroup
-	// priorityClass is the class the Muster PodGroup names, nil when it
-	// names none or the class does not exist.
+	volcano          *vcv1beta1.PodGroup
+	// priorityClass is the class the Muster or Volcano PodGroup names,
+	// nil when it names none or the class does not exist.
 	priorityClass *schedulingv1.PriorityClass
-	// spInstalled says whether scheduler-plugins' PodGroup CRD is.
-	spInstalled bool
+	// spInstalled and vcInstalled say whether scheduler-plugins' and
+	// Volcano's PodGroup CRDs are.
+	spInstalled, vcInstalled bool
 }
 
 // resolveSpec derives a gang's spec from its source. A gang that cannot be
@@ -130,8 +134,52 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 			return Spec{}, err
 		}
 		return Spec{MinMember: sp.Spec.MinMember, MinResources: sp.Spec.MinResources, Queue: queue, Timeout: seconds(sp.Spec.ScheduleTimeoutSeconds)}, nil
+	case FamilyVolcano:
+		return volcanoSpec(key, src)
 	}
 	return Spec{}, fmt.Errorf("unknown gang family %q", key.Family)
+}
+
+// volcanoSpec is the spec of a Volcano PodGroup, read as vc-scheduler reads
+// it: minMember (0 asks for no gang: one member at a time), minTaskMember
+// (each role its minimum, so the gang needs at least their sum),
+// minResources, its queue (Volcano's default queue is Muster's) and its
+// priority class.
+func volcanoSpec(key Key, src sources) (Spec, error) {
+	if !src.vcInstalled {
+		return Spec{}, fmt.Errorf("pods name Volcano PodGroup %s/%s but its CRD (scheduling.volcano.sh) was not installed when the scheduler started", key.Namespace, key.Name)
+	}
+	vc := src.volcano
+	if vc == nil {
+		return Spec{}, fmt.Errorf("Volcano PodGroup %s/%s does not exist", key.Namespace, key.Name)
+	}
+	spec := Spec{MinMember: max(vc.Spec.MinMember, 1), MinTaskMember: vc.Spec.MinTaskMember, Queue: vc.Spec.Queue}
+	if vc.Spec.MinResources != nil {
+		spec.MinResources = *vc.Spec.MinResources
+	}
+	if vc.Spec.MinMember < 0 {
+		return spec, fmt.Errorf("Volcano PodGroup %s/%s has minMember %d; want >= 0", key.Namespace, key.Name, vc.Spec.MinMember)
+	}
+	var sum int64
+	for role, n := range spec.MinTaskMember {
+		if n < 0 {
+			return spec, fmt.Errorf("Volcano PodGroup %s/%s has minTaskMember[%s] %d; want >= 0", key.Namespace, key.Name, role, n)
+		}
+		sum += int64(n)
+	}
+	if sum > int64(spec.MinMember) {
+		if sum > math.MaxInt32 {
+			return spec, fmt.Errorf("Volcano PodGroup %s/%s has minTaskMember summing to %d; want at most %d", key.Namespace, key.Name, sum, math.MaxInt32)
+		}
+		spec.MinMember = int32(sum)
+	}
+	if name := vc.Spec.PriorityClassName; name != "" {
+		if src.priorityClass == nil {
+			return spec, fmt.Errorf("Volcano PodGroup %s/%s names PriorityClass %q, which does not exist", key.Namespace, key.Name, name)
+		}
+		spec.Priority = ptr.To(src.priorityClass.Value)
+	}
+	return spec, nil
 }
 
 func seconds(s *int32) time.Duration {

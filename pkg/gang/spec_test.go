@@ -8,19 +8,22 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
 
 func TestKeyOf(t *testing.T) {
 	tests := []struct {
-		name   string
-		labels map[string]string
+		name        string
+		labels      map[string]string
+		annotations map[string]string
 		// group is the pod's spec.schedulingGroup.podGroupName; gangs the
 		// scheduling.k8s.io PodGroups that make a gang (nil: Muster does
 		// not schedule them).
@@ -50,10 +53,19 @@ func TestKeyOf(t *testing.T) {
 			v1alpha1.SchedulerPluginsLabelPodGroup: "sp", v1alpha1.LegacyLabelPodGroup: "legacy",
 		}, want: Key{FamilyLegacy, "ns", "legacy"}, wantOK: true},
 		{name: "empty name is no gang", labels: map[string]string{v1alpha1.LabelPodGroup: ""}},
+		{name: "volcano", annotations: map[string]string{v1alpha1.VolcanoAnnotationGroupName: "v"}, want: Key{FamilyVolcano, "ns", "v"}, wantOK: true},
+		{name: "volcano's own key", annotations: map[string]string{v1alpha1.VolcanoAnnotationGroupNameAlt: "v"}, want: Key{FamilyVolcano, "ns", "v"}, wantOK: true},
+		{name: "volcano: the Kubernetes-style key wins", annotations: map[string]string{
+			v1alpha1.VolcanoAnnotationGroupName: "v", v1alpha1.VolcanoAnnotationGroupNameAlt: "alt",
+		}, want: Key{FamilyVolcano, "ns", "v"}, wantOK: true},
+		{name: "scheduler-plugins wins over volcano", labels: map[string]string{v1alpha1.SchedulerPluginsLabelPodGroup: "sp"},
+			annotations: map[string]string{v1alpha1.VolcanoAnnotationGroupName: "v"}, want: Key{FamilySchedulerPlugins, "ns", "sp"}, wantOK: true},
+		{name: "volcano wins over a queue alone", labels: map[string]string{v1alpha1.LabelQueue: "q"},
+			annotations: map[string]string{v1alpha1.VolcanoAnnotationGroupName: "v"}, want: Key{FamilyVolcano, "ns", "v"}, wantOK: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := st.MakePod().Namespace("ns").Name("p").Labels(tt.labels).Obj()
+			pod := st.MakePod().Namespace("ns").Name("p").Labels(tt.labels).Annotations(tt.annotations).Obj()
 			if tt.group != "" {
 				pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(tt.group)}
 			}
@@ -91,6 +103,7 @@ func upstreamPodGroup(minCount int32, labels map[string]string) *schedulingv1bet
 func TestResolveSpec(t *testing.T) {
 	muster := Key{FamilyMuster, "ns", "g"}
 	upstream := Key{FamilyUpstream, "ns", "g"}
+	volcano := Key{FamilyVolcano, "ns", "g"}
 	min := func(v string) map[string]string {
 		return map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: v}
 	}
@@ -104,8 +117,10 @@ func TestResolveSpec(t *testing.T) {
 		pg          *v1alpha1.PodGroup
 		sp          *spv1alpha1.PodGroup
 		up          *schedulingv1beta1.PodGroup
+		vc          *vcv1beta1.PodGroup
 		class       *schedulingv1.PriorityClass
 		spInstalled bool
+		vcInstalled bool
 		want        Spec
 		wantErr     string
 	}{
@@ -167,10 +182,35 @@ func TestResolveSpec(t *testing.T) {
 		{name: "upstream basic policy", key: upstream, members: []*v1.Pod{member("a", nil)},
 			up:      &schedulingv1beta1.PodGroup{Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}}},
 			wantErr: "PodGroup ns/g (scheduling.k8s.io) has no gang policy with minCount >= 1"},
+		{name: "volcano", key: volcano, vcInstalled: true, vc: vcPodGroup(3, map[string]int32{"ps": 1, "worker": 2}, "team", ""),
+			want: Spec{MinMember: 3, MinTaskMember: map[string]int32{"ps": 1, "worker": 2}, Queue: "team", MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}}},
+		{name: "volcano minMember 0 is a gang of one", key: volcano, vcInstalled: true, vc: vcPodGroup(0, nil, "default", ""),
+			want: Spec{MinMember: 1, Queue: "default", MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}}},
+		{name: "volcano roles needing more than minMember", key: volcano, vcInstalled: true, vc: vcPodGroup(2, map[string]int32{"ps": 1, "worker": 3}, "", ""),
+			want: Spec{MinMember: 4, MinTaskMember: map[string]int32{"ps": 1, "worker": 3}, MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}}},
+		{name: "volcano negative minMember", key: volcano, vcInstalled: true, vc: vcPodGroup(-1, nil, "", ""),
+			want:    Spec{MinMember: 1, MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}},
+			wantErr: "Volcano PodGroup ns/g has minMember -1; want >= 0"},
+		{name: "volcano negative role minimum", key: volcano, vcInstalled: true, vc: vcPodGroup(2, map[string]int32{"ps": -1}, "", ""),
+			want:    Spec{MinMember: 2, MinTaskMember: map[string]int32{"ps": -1}, MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}},
+			wantErr: "Volcano PodGroup ns/g has minTaskMember[ps] -1; want >= 0"},
+		{name: "volcano priority class", key: volcano, vcInstalled: true, vc: vcPodGroup(2, nil, "", "high"),
+			class: &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+			want:  Spec{MinMember: 2, MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}, Priority: ptr.To[int32](1000)}},
+		{name: "volcano priority class missing", key: volcano, vcInstalled: true, vc: vcPodGroup(2, nil, "", "high"),
+			want:    Spec{MinMember: 2, MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}},
+			wantErr: `Volcano PodGroup ns/g names PriorityClass "high", which does not exist`},
+		{name: "volcano PodGroup missing", key: volcano, vcInstalled: true,
+			wantErr: "Volcano PodGroup ns/g does not exist"},
+		{name: "volcano CRD absent", key: volcano,
+			wantErr: "pods name Volcano PodGroup ns/g but its CRD (scheduling.volcano.sh) was not installed when the scheduler started"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveSpec(tt.key, tt.members, sources{muster: tt.pg, schedulerPlugins: tt.sp, upstream: tt.up, priorityClass: tt.class, spInstalled: tt.spInstalled})
+			got, err := resolveSpec(tt.key, tt.members, sources{
+				muster: tt.pg, schedulerPlugins: tt.sp, upstream: tt.up, volcano: tt.vc,
+				priorityClass: tt.class, spInstalled: tt.spInstalled, vcInstalled: tt.vcInstalled,
+			})
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)
@@ -187,6 +227,17 @@ func TestResolveSpec(t *testing.T) {
 				t.Errorf("spec (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// vcPodGroup is a Volcano PodGroup ns/g asking for 3 cpu.
+func vcPodGroup(min int32, roles map[string]int32, queue, class string) *vcv1beta1.PodGroup {
+	return &vcv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec: vcv1beta1.PodGroupSpec{
+			MinMember: min, MinTaskMember: roles, Queue: queue, PriorityClassName: class,
+			MinResources: &v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")},
+		},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
@@ -273,26 +274,44 @@ func (m *Manager) invalidLocked(key Key) string {
 
 // sourceObjects returns the PodGroup object that may define the gang.
 func (m *Manager) sourceObjects(key Key) sources {
-	src := sources{spInstalled: m.spLister != nil}
+	src := sources{spInstalled: m.spLister != nil, vcInstalled: m.vcStore != nil}
 	switch key.Family {
 	case FamilyMuster:
 		src.muster = lookup[*v1alpha1.PodGroup](m.pgStore, key)
-		src.priorityClass = m.priorityClass(src.muster)
 	case FamilySchedulerPlugins:
 		src.schedulerPlugins = lookup[*spv1alpha1.PodGroup](m.spStore, key)
 	case FamilyUpstream:
 		src.upstream = lookup[*schedulingv1beta1.PodGroup](m.upStore, key)
+	case FamilyVolcano:
+		src.volcano = lookup[*vcv1beta1.PodGroup](m.vcStore, key)
 	}
+	src.priorityClass = m.priorityClass(m.className(key))
 	return src
 }
 
-// priorityClass is the PriorityClass pg names; nil when it names none or
-// the class does not exist.
-func (m *Manager) priorityClass(pg *v1alpha1.PodGroup) *schedulingv1.PriorityClass {
-	if pg == nil || pg.Spec.PriorityClassName == "" || m.pcStore == nil {
+// className is the PriorityClass the gang's Muster or Volcano PodGroup
+// names; "" when it names none or does not exist.
+func (m *Manager) className(key Key) string {
+	switch key.Family {
+	case FamilyMuster:
+		if pg := lookup[*v1alpha1.PodGroup](m.pgStore, key); pg != nil {
+			return pg.Spec.PriorityClassName
+		}
+	case FamilyVolcano:
+		if pg := lookup[*vcv1beta1.PodGroup](m.vcStore, key); pg != nil {
+			return pg.Spec.PriorityClassName
+		}
+	}
+	return ""
+}
+
+// priorityClass is the PriorityClass of that name; nil for "" or a class
+// that does not exist.
+func (m *Manager) priorityClass(name string) *schedulingv1.PriorityClass {
+	if name == "" || m.pcStore == nil {
 		return nil
 	}
-	obj, ok, _ := m.pcStore.GetByKey(pg.Spec.PriorityClassName)
+	obj, ok, _ := m.pcStore.GetByKey(name)
 	if !ok {
 		return nil
 	}
@@ -304,7 +323,7 @@ func (m *Manager) priorityClass(pg *v1alpha1.PodGroup) *schedulingv1.PriorityCla
 // names (see Spec.Priority), read from the stores without resolving the
 // gang's shape: QueueSort reads it.
 func (m *Manager) classPriority(key Key) *int32 {
-	if pc := m.priorityClass(m.podGroup(key)); pc != nil {
+	if pc := m.priorityClass(m.className(key)); pc != nil {
 		return ptr.To(pc.Value)
 	}
 	return nil
@@ -312,7 +331,7 @@ func (m *Manager) classPriority(key Key) *int32 {
 
 // lookup returns the object of the gang's name in store (nil: none, or
 // no store).
-func lookup[T *v1alpha1.PodGroup | *spv1alpha1.PodGroup | *schedulingv1beta1.PodGroup](store cache.Store, key Key) T {
+func lookup[T *v1alpha1.PodGroup | *spv1alpha1.PodGroup | *schedulingv1beta1.PodGroup | *vcv1beta1.PodGroup](store cache.Store, key Key) T {
 	if store == nil {
 		return nil
 	}

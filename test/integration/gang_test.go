@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/simulator"
@@ -259,10 +261,15 @@ func TestGangSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vc, err := vcclient.NewForConfig(cluster.JSONConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
-		name   string
-		labels map[string]string
-		setup  func(e *env)
+		name        string
+		labels      map[string]string
+		annotations map[string]string
+		setup       func(e *env)
 	}{
 		{name: "muster labels", labels: musterLabels("g", 3)},
 		{name: "legacy labels", labels: map[string]string{
@@ -279,6 +286,14 @@ func TestGangSources(t *testing.T) {
 				e.t.Fatal(err)
 			}
 		}},
+		{name: "volcano PodGroup", annotations: map[string]string{v1alpha1.VolcanoAnnotationGroupName: "g"}, setup: func(e *env) {
+			_, err := vc.SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
+				ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: vcv1beta1.PodGroupSpec{MinMember: 3},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				e.t.Fatal(err)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,7 +305,12 @@ func TestGangSources(t *testing.T) {
 			}
 			// Three members of 3 cpu on two 4-cpu nodes: the gang never
 			// fits, and none may bind.
-			members := e.members("g", 3, "3", tt.labels)
+			members := names("g", 3)
+			for _, name := range members {
+				p := e.member(name, "3", tt.labels)
+				p.Annotations = tt.annotations
+				e.create(p)
+			}
 			e.staysUnbound(time.Second, members...)
 			// With room for all three, all bind.
 			e.nodes("extra", 1, simulator.NodeShape{CPU: "4", Memory: "16Gi"})

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	schedulerplugins "github.com/muster-sched/muster/manifests/scheduler-plugins"
+	"github.com/muster-sched/muster/manifests/volcano"
 	"github.com/muster-sched/muster/pkg/controlplane"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
@@ -35,7 +36,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var err error
-	if cluster, err = controlplane.Start(ctx, schedulerplugins.FS); err != nil {
+	if cluster, err = controlplane.Start(ctx, schedulerplugins.FS, volcano.FS); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}

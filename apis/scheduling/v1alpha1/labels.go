@@ -27,4 +27,10 @@ const (
 	// VolcanoAnnotationTaskSpec is Volcano's role annotation, accepted in
 	// place of LabelRole.
 	VolcanoAnnotationTaskSpec = "volcano.sh/task-spec"
+
+	// VolcanoAnnotationGroupName points a pod at a Volcano PodGroup
+	// (scheduling.volcano.sh/v1beta1); VolcanoAnnotationGroupNameAlt is
+	// the key Volcano also accepts, read when the first is absent.
+	VolcanoAnnotationGroupName    = "scheduling.k8s.io/group-name"
+	VolcanoAnnotationGroupNameAlt = "scheduling.volcano.sh/group-name"
 )

@@ -27,6 +27,7 @@ import (
 const (
 	musterPodGroups           fwk.EventResource = "podgroups.v1alpha1.scheduling.muster.dev"
 	schedulerPluginsPodGroups fwk.EventResource = "podgroups.v1alpha1.scheduling.x-k8s.io"
+	volcanoPodGroups          fwk.EventResource = "podgroups.v1beta1.scheduling.volcano.sh"
 )
 
 // EventsToRegister lists the events that can make a rejected member
@@ -46,6 +47,11 @@ func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHin
 	if pl.manager.SchedulerPluginsInstalled() {
 		events = append(events, fwk.ClusterEventWithHint{
 			Event: fwk.ClusterEvent{Resource: schedulerPluginsPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.namesGang(gang.FamilySchedulerPlugins),
+		})
+	}
+	if pl.manager.VolcanoInstalled() {
+		events = append(events, fwk.ClusterEventWithHint{
+			Event: fwk.ClusterEvent{Resource: volcanoPodGroups, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.namesGang(gang.FamilyVolcano),
 		})
 	}
 	return events, nil
@@ -107,7 +113,7 @@ func (pl *Plugin) namesGang(family gang.Family) fwk.QueueingHintFn {
 		if err != nil {
 			return fwk.Queue, nil
 		}
-		if old, err := meta.Accessor(oldObj); err == nil && oldObj != nil && old.GetGeneration() == obj.GetGeneration() {
+		if oldObj != nil && !gang.SpecChanged(oldObj, newObj) {
 			return fwk.QueueSkip, nil
 		}
 		if obj.GetNamespace() == key.Namespace && obj.GetName() == key.Name {
