@@ -99,7 +99,10 @@ func StartWithOptions(ctx context.Context, o Options) (*ControlPlane, error) {
 	flags := append([]string(nil), apiserverFlags...)
 	// Set either way: feature gates are process-wide, and a control plane
 	// started before this one in the process may have turned them on.
-	flags = append(flags, fmt.Sprintf("--feature-gates=GenericWorkload=%t,WorkloadWithJob=%t", o.GangAPI, o.GangAPI))
+	// The peer proxy serves mixed-version apiservers; this one has no
+	// peers, and the proxy's transport outlives the apiserver until it is
+	// collected, with its certificate-reload goroutines.
+	flags = append(flags, fmt.Sprintf("--feature-gates=GenericWorkload=%t,WorkloadWithJob=%t,UnknownVersionInteroperabilityProxy=false", o.GangAPI, o.GangAPI))
 	if o.GangAPI {
 		flags = append(flags, "--runtime-config=scheduling.k8s.io/v1beta1=true")
 	}
