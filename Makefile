@@ -11,6 +11,10 @@ CONTROLLER_GEN_VERSION := v0.19.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 HELM_VERSION := v3.19.0
 HELM := $(BIN)/helm-$(HELM_VERSION)
+# Kubeflow's training-operator, run by the deploy suite in volcano mode. It
+# is a module of its own (Kubernetes 0.31): installed, never in go.mod.
+TRAINING_OPERATOR_VERSION := v1.9.3
+TRAINING_OPERATOR := $(BIN)/training-operator-$(TRAINING_OPERATOR_VERSION)
 
 # The binaries report the Kubernetes release they are built on as their
 # version (muster-scheduler --version), as kube-scheduler does: component-base
@@ -43,17 +47,17 @@ test-unit:
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: $(HELM)
-	HELM=$(HELM) go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
+test-integration: $(HELM) $(TRAINING_OPERATOR)
+	HELM=$(HELM) TRAINING_OPERATOR=$(TRAINING_OPERATOR) go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
 
 # Under the race detector the integration suite takes about 10 minutes on
 # 2 cores; its timeout leaves room for a slower machine.
 RACE_TIMEOUT ?= 30m
 
 .PHONY: test-race
-test-race: $(HELM) ## Unit and integration tests under the race detector.
+test-race: $(HELM) $(TRAINING_OPERATOR) ## Unit and integration tests under the race detector.
 	go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/)
-	HELM=$(HELM) go test $(GO_TEST_FLAGS) -race -timeout $(RACE_TIMEOUT) ./test/...
+	HELM=$(HELM) TRAINING_OPERATOR=$(TRAINING_OPERATOR) go test $(GO_TEST_FLAGS) -race -timeout $(RACE_TIMEOUT) ./test/...
 
 # Go fuzz targets, FUZZ_TIME each: go fuzzes one target of one package per
 # run. Their seed corpora (f.Add, testdata/fuzz) run with the unit tests; a
@@ -132,6 +136,19 @@ $(HELM):
 
 .PHONY: helm
 helm: $(HELM) ## Install the pinned helm into ./bin.
+
+# The training-operator is installed outside the module, as helm is;
+# bin/training-operator points at the pinned version. The deploy suite reads
+# the module and version from the binary and finds its CRDs and ClusterRole
+# in the module cache, where `go install` put its source.
+$(TRAINING_OPERATOR):
+	rm -f $(BIN)/training-operator
+	go install github.com/kubeflow/training-operator/cmd/training-operator.v1@$(TRAINING_OPERATOR_VERSION)
+	mv $(BIN)/training-operator.v1 $@
+	ln -sf $(notdir $@) $(BIN)/training-operator
+
+.PHONY: training-operator
+training-operator: $(TRAINING_OPERATOR) ## Install the pinned Kubeflow training-operator into ./bin.
 
 .PHONY: clean
 clean:
