@@ -1,11 +1,18 @@
 package integration
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
 
@@ -16,6 +23,7 @@ func TestConfigsStart(t *testing.T) {
 		{"second-scheduler.yaml", "muster-scheduler"},
 		{"replace-default.yaml", "default-scheduler"},
 		{"binpack.yaml", "default-scheduler"},
+		{"volcano.yaml", "volcano"},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			e := newEnv(t)
@@ -74,4 +82,66 @@ func TestReplaceDefaultPlacesPlainPodsLikeStock(t *testing.T) {
 		t.Errorf("plain pods placed differently (-stock,+muster):\n%s", diff)
 	}
 	t.Logf("placements: %v", placements["muster"])
+}
+
+// TestVolcanoConfigProfiles loads config/volcano.yaml through kube-scheduler's
+// own config loading (decoding, defaulting) and validation, and checks that
+// it serves default-scheduler and volcano with the same plugins and plugin
+// args: the volcano profile is the default one under Volcano's name. The
+// QueueSort plugins of multiPoint are compared by kube-scheduler only when it
+// builds the profiles (TestConfigsStart's volcano.yaml case goes through it).
+func TestVolcanoConfigProfiles(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	cfg, err := options.LoadConfigFromFile(logger, "../../config/volcano.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+		t.Fatalf("kube-scheduler refuses the configuration: %v", err)
+	}
+	var names []string
+	for _, p := range cfg.Profiles {
+		names = append(names, p.SchedulerName)
+	}
+	if diff := cmp.Diff([]string{"default-scheduler", "volcano"}, names); diff != "" {
+		t.Fatalf("profiles (-want,+got):\n%s", diff)
+	}
+	def, volcano := cfg.Profiles[0], cfg.Profiles[1]
+	if diff := cmp.Diff(def.Plugins, volcano.Plugins); diff != "" {
+		t.Errorf("plugins differ (-default-scheduler,+volcano):\n%s", diff)
+	}
+	if diff := cmp.Diff(def.PluginConfig, volcano.PluginConfig); diff != "" {
+		t.Errorf("plugin args differ (-default-scheduler,+volcano):\n%s", diff)
+	}
+	named := func(name string) func(schedconfig.Plugin) bool {
+		return func(p schedconfig.Plugin) bool { return p.Name == name }
+	}
+	mp := def.Plugins.MultiPoint
+	if !slices.ContainsFunc(mp.Enabled, named("Gang")) || !slices.ContainsFunc(mp.Disabled, named("PrioritySort")) {
+		t.Errorf("multiPoint enables %v and disables %v; want Gang in place of PrioritySort", mp.Enabled, mp.Disabled)
+	}
+}
+
+// TestVolcanoConfigSharesQueues runs config/volcano.yaml and puts a pod of
+// each profile in one queue with room for one of them: the queue's ceiling
+// counts both profiles' pods, so one waits, and binds when the other goes.
+func TestVolcanoConfigSharesQueues(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 1, simulator.NodeShape{CPU: "8", Memory: "16Gi"})
+	e.queue("shared", v1alpha1.QueueSpec{Weight: 1, Capability: res("cpu", "2")})
+	e.startScheduler(readConfig(t, "volcano.yaml"))
+	var pods []string
+	for _, name := range []string{"default-scheduler", "volcano"} {
+		p := e.member(name, "2", map[string]string{v1alpha1.LabelQueue: "shared"})
+		p.Spec.SchedulerName = name
+		e.create(p)
+		pods = append(pods, p.Name)
+	}
+	refused := e.waitOneRefused(pods, "queue shared")
+	i := slices.Index(pods, refused)
+	other := pods[1-i]
+	if err := cluster.Client.CoreV1().Pods(e.ns).Delete(e.ctx, other, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitBound(refused)
 }
