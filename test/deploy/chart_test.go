@@ -33,6 +33,7 @@ var valueSets = []struct {
 	{"ci-second-scheduler", []string{"-f", filepath.Join(chartDir, "ci", "second-scheduler-values.yaml")}},
 	{"ci-replace-default", []string{"-f", filepath.Join(chartDir, "ci", "replace-default-values.yaml")}},
 	{"single-replica-no-election", []string{"--set", "replicas=1,leaderElection.enabled=false"}},
+	{"volcano-profile", []string{"--set", "volcanoProfile=true"}},
 	{"everything-on", []string{
 		"--set", "plugins.binpack.enabled=true,metrics.serviceMonitor.enabled=true,schedulerPlugins.installPodGroupCRD=true",
 		"--set", "additionalProfiles[0].schedulerName=team-a",
@@ -80,6 +81,9 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"no Muster plugin", "plugins.gang.enabled=false,plugins.queue.policy=None", "no Muster plugin is enabled"},
 		{"additional profile named like the chart's", "additionalProfiles[0].schedulerName=muster-scheduler", `additionalProfiles: schedulerName "muster-scheduler" is the chart's own profile`},
 		{"service monitor without service", "metrics.serviceMonitor.enabled=true,metrics.service.enabled=false", "metrics.serviceMonitor.enabled needs metrics.service.enabled"},
+		{"volcanoProfile not a boolean", "volcanoProfile=yes", "at '/volcanoProfile': got string, want boolean"},
+		{"volcano profile named twice", "volcanoProfile=true,schedulerName=volcano", "schedulerName volcano with volcanoProfile true"},
+		{"additional profile named volcano", "volcanoProfile=true,additionalProfiles[0].schedulerName=volcano", `additionalProfiles: schedulerName "volcano" is the chart's volcano profile`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := runHelm("template", "bad", chartDir, "--kube-version", kubeVersion, "--set", tt.set)
@@ -294,6 +298,7 @@ func TestChartConfigMatchesShippedConfigs(t *testing.T) {
 		{"config/replace-default.yaml", []string{"--set", "mode=replace-default"}},
 		{"config/capacity.yaml", []string{"--set", "mode=replace-default,plugins.queue.policy=Capacity"}},
 		{"config/binpack.yaml", []string{"--set", "mode=replace-default,plugins.binpack.enabled=true", "--set", binpackGPU}},
+		{"config/volcano.yaml", []string{"--set", "mode=replace-default,volcanoProfile=true"}},
 		{"manifests/kubeadm/muster-scheduler-config.yaml", []string{"--set", "mode=replace-default"}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
@@ -305,6 +310,52 @@ func TestChartConfigMatchesShippedConfigs(t *testing.T) {
 			got := profilesOf(t, renderChart(t, "muster", "muster-system", tt.flags...).schedulerConfig(t))
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("profiles differ (-%s,+chart):\n%s", tt.file, diff)
+			}
+		})
+	}
+}
+
+// TestChartVolcanoProfile: volcanoProfile adds the profile volcano, in
+// either mode, with the plugins and args of the chart's own profile (as
+// rendered from the values); off, the chart's profile is the only one.
+func TestChartVolcanoProfile(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		flags     []string
+		wantNames []string
+	}{
+		{"second-scheduler off", nil, []string{"muster-scheduler"}},
+		{"second-scheduler on", []string{"--set", "volcanoProfile=true"}, []string{"muster-scheduler", "volcano"}},
+		{"replace-default off", []string{"--set", "mode=replace-default"}, []string{"default-scheduler"}},
+		{"replace-default on", []string{"--set", "mode=replace-default,volcanoProfile=true"}, []string{"default-scheduler", "volcano"}},
+		{"on with binpack and Capacity", []string{"--set", "volcanoProfile=true,plugins.binpack.enabled=true,plugins.queue.policy=Capacity,plugins.gang.defaultScheduleTimeoutSeconds=30"},
+			[]string{"muster-scheduler", "volcano"}},
+		{"on beside an additional profile", []string{"--set", "volcanoProfile=true,additionalProfiles[0].schedulerName=team-a"},
+			[]string{"muster-scheduler", "volcano", "team-a"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg struct {
+				Profiles []map[string]any `json:"profiles"`
+			}
+			if err := yaml.Unmarshal(renderChart(t, "muster", "muster-system", tt.flags...).schedulerConfig(t), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range cfg.Profiles {
+				name, _ := p["schedulerName"].(string)
+				names = append(names, name)
+			}
+			if diff := cmp.Diff(tt.wantNames, names); diff != "" {
+				t.Fatalf("profiles (-want,+got):\n%s", diff)
+			}
+			if len(names) < 2 || names[1] != "volcano" {
+				return
+			}
+			own, volcano := cfg.Profiles[0], cfg.Profiles[1]
+			for _, field := range []string{"plugins", "pluginConfig"} {
+				if diff := cmp.Diff(own[field], volcano[field]); diff != "" {
+					t.Errorf("the volcano profile's %s differ from %s's (-%s,+volcano):\n%s", field, names[0], names[0], diff)
+				}
 			}
 		})
 	}

@@ -84,16 +84,25 @@ kube-scheduler
 {{- if and (not $v.plugins.gang.enabled) (eq $v.plugins.queue.policy "None") (not $v.plugins.binpack.enabled) -}}
 {{- fail "no Muster plugin is enabled (plugins.gang, plugins.queue, plugins.binpack): this would be plain kube-scheduler" -}}
 {{- end -}}
+{{- if and $v.volcanoProfile (eq (include "muster.schedulerName" .) "volcano") -}}
+{{- fail "schedulerName volcano with volcanoProfile true would serve the profile volcano twice: set one of them" -}}
+{{- end -}}
 {{- range $v.additionalProfiles -}}
 {{- if eq .schedulerName (include "muster.schedulerName" $) -}}
 {{- fail (printf "additionalProfiles: schedulerName %q is the chart's own profile" .schedulerName) -}}
 {{- end -}}
+{{- if and $v.volcanoProfile (eq .schedulerName "volcano") -}}
+{{- fail "additionalProfiles: schedulerName \"volcano\" is the chart's volcano profile (volcanoProfile true)" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
-{{/* The scheduler's own profile. */}}
+{{/* The scheduler's own profile, named .name: Muster's plugins from the
+values of .root. The volcano profile is the same profile under another
+name: kube-scheduler requires every profile's QueueSort (Gang) and its args
+to be the same. */}}
 {{- define "muster.profile" -}}
-{{- $p := .Values.plugins -}}
+{{- $p := .root.Values.plugins -}}
 {{- $queue := ne $p.queue.policy "None" -}}
 {{- $enabled := list -}}
 {{- $postFilter := list -}}
@@ -129,7 +138,7 @@ kube-scheduler
 {{- if $p.binpack.enabled -}}
 {{- $args = append $args (dict "name" "Binpack" "args" (dict "resources" $p.binpack.resources)) -}}
 {{- end -}}
-{{- $profile := dict "schedulerName" (include "muster.schedulerName" .) "plugins" $plugins -}}
+{{- $profile := dict "schedulerName" .name "plugins" $plugins -}}
 {{- if $args -}}
 {{- $_ := set $profile "pluginConfig" $args -}}
 {{- end -}}
@@ -153,7 +162,10 @@ leaderElection:
   renewDeadline: {{ $le.renewDeadline }}
   retryPeriod: {{ $le.retryPeriod }}
 profiles:
-- {{ include "muster.profile" . | nindent 2 | trim }}
+- {{ include "muster.profile" (dict "root" . "name" (include "muster.schedulerName" .)) | nindent 2 | trim }}
+{{- if .Values.volcanoProfile }}
+- {{ include "muster.profile" (dict "root" . "name" "volcano") | nindent 2 | trim }}
+{{- end }}
 {{- with .Values.additionalProfiles }}
 {{ toYaml . }}
 {{- end }}
