@@ -29,6 +29,7 @@ import (
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/controllers/podgroup"
@@ -49,6 +50,8 @@ type Batch struct {
 	clients  gang.Clients
 	recorder events.EventRecorder
 	queueInf musterinformers.SharedInformerFactory
+	// vcQueueInf watches Volcano's Queues; nil unless they are queues.
+	vcQueueInf vcinformers.SharedInformerFactory
 
 	mu     sync.Mutex
 	queues atomic.Pointer[queue.State]
@@ -266,8 +269,26 @@ func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommi
 	lister := f.Scheduling().V1alpha1().Queues().Lister()
 	inf := f.Scheduling().V1alpha1().Queues().Informer()
 	f.Start(ctx.Done())
-	if !waitSynced(ctx, inf.HasSynced) {
-		return nil, fmt.Errorf("queue informer did not sync")
+	synced := []cache.InformerSynced{inf.HasSynced}
+	var vcInf cache.SharedIndexInformer
+	var vf vcinformers.SharedInformerFactory
+	if b.clients.VolcanoQueues {
+		vf = vcinformers.NewSharedInformerFactory(b.clients.Volcano, 0)
+		vcInf = vf.Scheduling().V1beta1().Queues().Informer()
+		lister = queue.NewLister(lister, vf.Scheduling().V1beta1().Queues().Lister())
+		vf.Start(ctx.Done())
+		synced = append(synced, vcInf.HasSynced)
+	}
+	allSynced := func() bool {
+		for _, f := range synced {
+			if !f() {
+				return false
+			}
+		}
+		return true
+	}
+	if !waitSynced(ctx, allSynced) {
+		return nil, fmt.Errorf("queue informers did not sync")
 	}
 	s, err := queue.NewState(policy, overcommit, b.Gangs, lister, b.handle.SharedInformerFactory())
 	if err != nil {
@@ -276,15 +297,24 @@ func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommi
 	if _, err := inf.AddEventHandler(queueSpecChanged(s)); err != nil {
 		return nil, err
 	}
+	if vcInf != nil {
+		if _, err := vcInf.AddEventHandler(queueSpecChanged(s)); err != nil {
+			return nil, err
+		}
+	}
 	go b.wakeQueueWaiters(ctx, s)
 	queue.RegisterMetrics()
 	go auditQueues(ctx, s, audit)
-	b.queueInf = f
+	b.queueInf, b.vcQueueInf = f, vf
 	b.queues.Store(s)
 	close(b.queuesOn)
 	klog.FromContext(ctx).Info("Queue accounting started", "policy", policy, "overcommitFactor", overcommit)
 	return s, nil
 }
+
+// VolcanoQueues says whether Volcano's Queues are read as queues: their
+// CRD is served.
+func (b *Batch) VolcanoQueues() bool { return b.clients.VolcanoQueues }
 
 // Recorder records Events as muster-scheduler.
 func (b *Batch) Recorder() events.EventRecorder { return b.recorder }
@@ -336,6 +366,9 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 		select {
 		case <-b.queuesOn:
 			q := queuecontroller.New(b.clients.Muster, b.queueInf.Scheduling().V1alpha1().Queues().Lister(), b.Queues(), b.Gangs, b.recorder)
+			if b.vcQueueInf != nil {
+				q.WithVolcano(b.clients.Volcano, b.vcQueueInf.Scheduling().V1beta1().Queues().Lister())
+			}
 			q.Run(ctx, p.markWriting)
 		default:
 			p.markWriting()
@@ -414,6 +447,9 @@ func clientsFor(kubeConfig *rest.Config) (gang.Clients, error) {
 	if ok {
 		if c.Volcano, err = vcclient.NewForConfig(cfg); err != nil {
 			return gang.Clients{}, err
+		}
+		if c.VolcanoQueues, err = served(vcv1beta1.SchemeGroupVersion.String(), "queues"); err != nil {
+			return gang.Clients{}, fmt.Errorf("checking for Volcano's Queue CRD: %w", err)
 		}
 	}
 	// kube-scheduler routes the pods of scheduling.k8s.io PodGroups to its

@@ -8,7 +8,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/queue"
 )
 
@@ -79,14 +78,12 @@ func (b *Batch) activateQueueWaiters(logger klog.Logger, all bool) {
 }
 
 // queueSpecChanged tells s of Queues added, deleted or whose spec changed
-// (status writes, once a second, leave the generation alone).
+// (see queue.SpecChanged: status writes, once a second, change nothing).
 func queueSpecChanged(s *queue.State) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { s.QueuesChanged() },
 		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := oldObj.(*v1alpha1.Queue)
-			n, okNew := newObj.(*v1alpha1.Queue)
-			if !okOld || !okNew || o.Generation != n.Generation {
+			if queue.SpecChanged(oldObj, newObj) {
 				s.QueuesChanged()
 			}
 		},

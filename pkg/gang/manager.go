@@ -160,7 +160,10 @@ type Clients struct {
 	// installed.
 	SchedulerPlugins spclient.Interface
 	// Volcano is nil when Volcano's PodGroup CRD is not installed.
-	Volcano vcclient.Interface
+	// VolcanoQueues says that its Queue CRD is too: the queue accounting
+	// (not the Manager) reads those Queues.
+	Volcano       vcclient.Interface
+	VolcanoQueues bool
 	// UpstreamPodGroups says that the API serves scheduling.k8s.io/v1beta1
 	// PodGroups and this scheduler leaves their pods to Muster (its
 	// GenericWorkload gate is off): Muster watches them through Kube.

@@ -27,13 +27,17 @@ type division struct {
 	published map[string]*Figures
 }
 
+// queueVersion identifies what a division was computed from. A Muster
+// Queue's generation covers its state; a Volcano Queue keeps its state in
+// status, which its generation does not count.
 type queueVersion struct {
 	uid        types.UID
 	generation int64
+	closed     bool
 }
 
 func versionOf(q *v1alpha1.Queue) queueVersion {
-	return queueVersion{uid: q.UID, generation: q.Generation}
+	return queueVersion{uid: q.UID, generation: q.Generation, closed: q.Spec.State == v1alpha1.QueueClosed}
 }
 
 // newDivision divides total among the listed queues by policy, given

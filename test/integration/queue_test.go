@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
@@ -110,24 +112,26 @@ func TestProportionShares(t *testing.T) {
 			want: map[string]float64{"qa": 30, "qb": 12, "qc": 18},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t)
-			// 60 cpu; each queue asks for all of it: saturated.
-			e.nodes("n", 6, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
-			for name, spec := range tt.queues {
-				e.queue(name, spec)
-			}
-			// Every queue asks at once: the pods exist before the scheduler
-			// starts. (A queue that arrives later gets its share back by
-			// reclaim.)
-			for name := range tt.queues {
-				e.queuePods(name, 60, "1")
-			}
-			e.startScheduler(gangConfig(t))
-			// Within 2 % of the cluster (60 cpu): one pod of 1 cpu.
-			e.waitShares(tt.want, 1.2)
-		})
+	for _, kind := range queueKinds {
+		for _, tt := range tests {
+			t.Run(kind+"/"+tt.name, func(t *testing.T) {
+				e := newEnv(t)
+				// 60 cpu; each queue asks for all of it: saturated.
+				e.nodes("n", 6, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+				for name, spec := range tt.queues {
+					e.queueOf(kind, name, spec)
+				}
+				// Every queue asks at once: the pods exist before the scheduler
+				// starts. (A queue that arrives later gets its share back by
+				// reclaim.)
+				for name := range tt.queues {
+					e.queuePods(name, 60, "1")
+				}
+				e.startScheduler(gangConfig(t))
+				// Within 2 % of the cluster (60 cpu): one pod of 1 cpu.
+				e.waitShares(tt.want, 1.2)
+			})
+		}
 	}
 }
 
@@ -187,48 +191,53 @@ func (e *env) waitQueue(name string, ok func(*v1alpha1.QueueStatus) bool) *v1alp
 }
 
 func TestAdmission(t *testing.T) {
-	t.Run("a gang beyond its queue's capability never starts and says so", func(t *testing.T) {
-		e := newEnv(t)
-		e.nodes("n", 4, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
-		e.queue("small", v1alpha1.QueueSpec{Capability: res("cpu", "6")})
-		e.startScheduler(gangConfig(t))
-		e.podGroup("big", v1alpha1.PodGroupSpec{MinMember: 4, Queue: "small"})
-		members := e.members("big", 4, "2", map[string]string{v1alpha1.LabelPodGroup: "big"})
-		e.staysUnbound(2*time.Second, members...)
-		e.waitPodGroup("big", "Pending, naming the queue and the resource", func(s *v1alpha1.PodGroupStatus) bool {
-			c := scheduledCondition(s)
-			return s.Phase == v1alpha1.PodGroupPending && c != nil &&
-				c.Message == "queue small: cpu 0 allocated+inqueue of 6 deserved, gang needs 8"
+	for _, kind := range queueKinds {
+		t.Run(kind+"/a gang beyond its queue's capability never starts and says so", func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 4, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+			e.queueOf(kind, "small", v1alpha1.QueueSpec{Capability: res("cpu", "6")})
+			e.startScheduler(gangConfig(t))
+			e.podGroup("big", v1alpha1.PodGroupSpec{MinMember: 4, Queue: "small"})
+			members := e.members("big", 4, "2", map[string]string{v1alpha1.LabelPodGroup: "big"})
+			e.staysUnbound(2*time.Second, members...)
+			e.waitPodGroup("big", "Pending, naming the queue and the resource", func(s *v1alpha1.PodGroupStatus) bool {
+				c := scheduledCondition(s)
+				return s.Phase == v1alpha1.PodGroupPending && c != nil &&
+					c.Message == "queue small: cpu 0 allocated+inqueue of 6 deserved, gang needs 8"
+			})
 		})
-	})
-	t.Run("closing a queue stops new admissions; running work continues", func(t *testing.T) {
-		e := newEnv(t)
-		e.nodes("n", 4, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
-		e.queue("team", v1alpha1.QueueSpec{})
-		e.startScheduler(gangConfig(t))
-		e.podGroup("first", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "team"})
-		first := e.members("first", 2, "2", map[string]string{v1alpha1.LabelPodGroup: "first"})
-		e.waitBound(first...)
-		q, err := cluster.Muster.SchedulingV1alpha1().Queues().Get(e.ctx, "team", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.Spec.State = v1alpha1.QueueClosed
-		if _, err := cluster.Muster.SchedulingV1alpha1().Queues().Update(e.ctx, q, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e.waitQueue("team", func(s *v1alpha1.QueueStatus) bool { return s.State == v1alpha1.QueueClosing && s.Running == 1 })
-		e.podGroup("second", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "team"})
-		second := e.members("second", 2, "2", map[string]string{v1alpha1.LabelPodGroup: "second"})
-		e.staysUnbound(2*time.Second, second...)
-		e.waitPodGroup("second", "refused by the closed queue", func(s *v1alpha1.PodGroupStatus) bool {
-			c := scheduledCondition(s)
-			return s.Phase == v1alpha1.PodGroupPending && c != nil && c.Message == "queue team is closed"
+		t.Run(kind+"/closing a queue stops new admissions; running work continues", func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 4, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+			e.queueOf(kind, "team", v1alpha1.QueueSpec{})
+			e.startScheduler(gangConfig(t))
+			e.podGroup("first", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "team"})
+			first := e.members("first", 2, "2", map[string]string{v1alpha1.LabelPodGroup: "first"})
+			e.waitBound(first...)
+			if kind == volcanoQueue {
+				e.waitVolcanoQueue("team", "Open, running the gang, holding its 4 cpu", func(s *vcv1beta1.QueueStatus) bool {
+					return s.State == vcv1beta1.QueueStateOpen && s.Running == 1 && s.Allocated.Cpu().Cmp(resource.MustParse("4")) == 0
+				})
+			}
+			e.setQueueState(kind, "team", v1alpha1.QueueClosed)
+			if kind == musterQueue {
+				e.waitQueue("team", func(s *v1alpha1.QueueStatus) bool { return s.State == v1alpha1.QueueClosing && s.Running == 1 })
+			}
+			e.podGroup("second", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "team"})
+			second := e.members("second", 2, "2", map[string]string{v1alpha1.LabelPodGroup: "second"})
+			e.staysUnbound(2*time.Second, second...)
+			e.waitPodGroup("second", "refused by the closed queue", func(s *v1alpha1.PodGroupStatus) bool {
+				c := scheduledCondition(s)
+				return s.Phase == v1alpha1.PodGroupPending && c != nil && c.Message == "queue team is closed"
+			})
+			if got := e.bound(); got[first[0]] == "" || got[first[1]] == "" {
+				t.Errorf("running members were disturbed: %v", got)
+			}
+			// Opened again, the queue admits the second gang.
+			e.setQueueState(kind, "team", v1alpha1.QueueOpen)
+			e.waitBound(second...)
 		})
-		if got := e.bound(); got[first[0]] == "" || got[first[1]] == "" {
-			t.Errorf("running members were disturbed: %v", got)
-		}
-	})
+	}
 	t.Run("an admitted gang that cannot be placed gives its admission back", func(t *testing.T) {
 		e := newEnv(t)
 		e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})

@@ -1,6 +1,7 @@
-// Package queue writes the status of Queues: state, allocated, deserved,
-// realCapability and the count of gangs per phase, from the scheduler's
-// queue accounting. It keeps the default queue in existence.
+// Package queue writes the status of Queues (Muster's, and Volcano's where
+// they are queues too): state, allocated, deserved, realCapability and the
+// count of gangs per phase, from the scheduler's queue accounting. It
+// keeps the default queue in existence.
 package queue
 
 import (
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vclisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/controllers/podgroup"
@@ -41,6 +44,10 @@ type Controller struct {
 	gangs    *gang.Manager
 	pgs      musterlisters.PodGroupLister
 	recorder events.EventRecorder
+	// volcano and volcanoLister are nil unless Volcano's Queues are
+	// queues too (WithVolcano).
+	volcano       vcclient.Interface
+	volcanoLister vclisters.QueueLister
 }
 
 // New builds the controller.
@@ -87,6 +94,9 @@ func (c *Controller) sync(ctx context.Context) {
 		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			logger.Error(err, "Updating queue status", "queue", q.Name)
 		}
+	}
+	if c.volcano != nil {
+		c.syncVolcano(ctx, snap, counts)
 	}
 }
 

@@ -4,38 +4,39 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
+	"github.com/muster-sched/muster/pkg/queue"
 	"github.com/muster-sched/muster/pkg/requests"
 )
 
-const queues fwk.EventResource = "queues.v1alpha1.scheduling.muster.dev"
+const (
+	queues        fwk.EventResource = "queues.v1alpha1.scheduling.muster.dev"
+	volcanoQueues fwk.EventResource = "queues.v1beta1.scheduling.volcano.sh"
+)
 
 // EventsToRegister: a queue changed (opened, capacity raised, weights),
 // room freed by a pod leaving or a queue's request shrinking, a node added. (A new pod of the same queue
 // needs no event: the scheduler does not publish unscheduled pods' adds,
 // and each pod counts itself in its queue's request at PreEnqueue.)
 func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+	events := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: queues, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: queueSpecChanged},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.boundPodLeft},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
-	}, nil
+	}
+	if pl.volcanoQueues {
+		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: volcanoQueues, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: queueSpecChanged})
+	}
+	return events, nil
 }
 
 // queueSpecChanged skips status-only updates: the status controller writes
 // queue figures every second, and they change no decision.
 func queueSpecChanged(_ klog.Logger, _ *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	if oldObj == nil {
-		return fwk.Queue, nil
-	}
-	o, errOld := meta.Accessor(oldObj)
-	n, errNew := meta.Accessor(newObj)
-	if errOld != nil || errNew != nil || o.GetGeneration() != n.GetGeneration() {
+	if oldObj == nil || queue.SpecChanged(oldObj, newObj) {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

@@ -50,6 +50,8 @@ type Plugin struct {
 	// other's members above minMember when that evens their dominant
 	// shares.
 	drfPreemption bool
+	// volcanoQueues says that Volcano's Queues are queues too.
+	volcanoQueues bool
 
 	// records are shared by every profile's queue plugin.
 	records *Records
@@ -104,9 +106,10 @@ func newPlugin(ctx context.Context, h fwk.Handle, process *batch.Process, record
 	pdbLister := h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	pl := &Plugin{
 		name: name, gangs: b.Gangs, state: s, drfPreemption: drfPreemption,
-		placer:   &placement.Placer{Handle: h, Framework: fw},
-		client:   h.ClientSet(),
-		recorder: b.Recorder(),
+		volcanoQueues: b.VolcanoQueues(),
+		placer:        &placement.Placer{Handle: h, Framework: fw},
+		client:        h.ClientSet(),
+		recorder:      b.Recorder(),
 		pdbs: pdbBlocks(func(ns string) ([]pdb, error) {
 			list, err := pdbLister.PodDisruptionBudgets(ns).List(labels.Everything())
 			if err != nil {
