@@ -336,7 +336,7 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: b.handle.ClientSet().EventsV1()})
 	b.recorder = broadcaster.NewRecorder(scheme, "muster-scheduler")
-	pg := podgroup.New(b.clients.Muster, b.clients.Kube, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted)
+	pg := podgroup.New(b.clients, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted)
 	go func() {
 		defer broadcaster.Shutdown()
 		select {

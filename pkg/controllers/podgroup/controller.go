@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/gang"
@@ -42,6 +44,12 @@ type Controller struct {
 	lister   musterlisters.PodGroupLister
 	manager  *gang.Manager
 	recorder events.EventRecorder
+
+	// volcano and schedulerPlugins are nil when their PodGroup CRDs are
+	// not installed.
+	volcano          vcclient.Interface
+	schedulerPlugins spclient.Interface
+
 	// admitted says whether a gang's queue admitted it; nil when no queue
 	// policy is on (every valid gang counts as admitted).
 	admitted func(gang.Key) bool
@@ -56,17 +64,21 @@ type Controller struct {
 	announced map[gang.Key]string
 }
 
-// New builds the controller; Run starts it.
-func New(client musterclient.Interface, kube kubernetes.Interface, lister musterlisters.PodGroupLister, manager *gang.Manager, recorder events.EventRecorder, admitted func(gang.Key) bool) *Controller {
+// New builds the controller, writing through clients' Muster, Kube,
+// Volcano and SchedulerPlugins clientsets; Run starts it.
+func New(clients gang.Clients, lister musterlisters.PodGroupLister, manager *gang.Manager, recorder events.EventRecorder, admitted func(gang.Key) bool) *Controller {
 	c := &Controller{
 		admitted:  admitted,
-		client:    client,
-		kube:      kube,
+		client:    clients.Muster,
+		kube:      clients.Kube,
 		lister:    lister,
 		manager:   manager,
 		recorder:  recorder,
 		announced: map[gang.Key]string{},
 		pending:   map[gang.Key]struct{}{},
+
+		volcano:          clients.Volcano,
+		schedulerPlugins: clients.SchedulerPlugins,
 	}
 	manager.OnChange(c.enqueue)
 	return c
@@ -96,11 +108,21 @@ func (c *Controller) handOver(queue workqueue.TypedRateLimitingInterface[gang.Ke
 	c.pending = make(map[gang.Key]struct{}, len(keys))
 	c.mu.Unlock()
 	for k := range keys {
-		if k.Family != gang.FamilyMuster && k.Family != gang.FamilyUpstream && !c.changesAnnouncement(k) {
+		if !c.hasPodGroup(k) && !c.changesAnnouncement(k) {
 			continue // no PodGroup to write, and nothing new to say
 		}
 		queue.Add(k)
 	}
+}
+
+// hasPodGroup reports whether the gang may have a PodGroup whose status
+// Muster writes.
+func (c *Controller) hasPodGroup(key gang.Key) bool {
+	switch key.Family {
+	case gang.FamilyMuster, gang.FamilyUpstream:
+		return true
+	}
+	return false
 }
 
 // changesAnnouncement reports whether the reason the gang waits differs
@@ -165,17 +187,24 @@ func (c *Controller) processNext(ctx context.Context, queue workqueue.TypedRateL
 	return true
 }
 
-// sync writes the gang's PodGroup status; requeue asks for another try
-// after a conflict, once the lister has caught up.
+// sync writes the status of the gang's PodGroup, of whichever kind, as
+// that kind's own scheduler or controller writes it; requeue asks for
+// another try after a conflict, once the informer has caught up. A gang
+// with no PodGroup has no status to write.
 func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err error) {
 	s := c.manager.Status(key)
 	c.announce(ctx, key, &s)
-	if key.Family == gang.FamilyUpstream {
+	switch key.Family {
+	case gang.FamilyMuster:
+		return c.syncMuster(ctx, key, &s)
+	case gang.FamilyUpstream:
 		return false, c.syncUpstream(ctx, key, &s)
 	}
-	if key.Family != gang.FamilyMuster {
-		return false, nil // no PodGroup whose status Muster writes
-	}
+	return false, nil
+}
+
+// syncMuster writes the status of a Muster PodGroup.
+func (c *Controller) syncMuster(ctx context.Context, key gang.Key, s *gang.Status) (requeue bool, err error) {
 	pg, err := c.lister.PodGroups(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
@@ -186,7 +215,7 @@ func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err 
 	if err != nil {
 		return false, err
 	}
-	status := desiredStatus(pg, &s, c.admitted == nil || c.admitted(key), time.Now())
+	status := desiredStatus(pg, s, c.isAdmitted(key), time.Now())
 	if equality.Semantic.DeepEqual(status, pg.Status) {
 		return false, nil
 	}
@@ -198,11 +227,24 @@ func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err 
 	updated := pg.DeepCopy()
 	updated.Status = status
 	_, err = c.client.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	return written(err)
+}
+
+// isAdmitted says whether the gang's queue admitted it.
+func (c *Controller) isAdmitted(key gang.Key) bool {
+	return c.admitted == nil || c.admitted(key)
+}
+
+// written reads the error of a status write: a PodGroup deleted meanwhile
+// has nothing to write; a conflict asks for another try, with the newer
+// object the informer is about to deliver, rather than a retry now with
+// the stale one.
+func written(err error) (requeue bool, _ error) {
 	switch {
 	case apierrors.IsNotFound(err):
-		return false, nil // deleted meanwhile: nothing to write
+		return false, nil
 	case apierrors.IsConflict(err):
-		return true, nil // a newer object is on its way to the lister
+		return true, nil
 	}
 	return false, err
 }
