@@ -116,15 +116,17 @@ func (c *Controller) handOver(queue workqueue.TypedRateLimitingInterface[gang.Ke
 }
 
 // hasPodGroup reports whether the gang may have a PodGroup whose status
-// Muster writes. Volcano's are looked up in the informer's store (a map
-// read): a gang of that family without one is invalid, and its status is
-// only Events on its members.
+// Muster writes. Volcano's and scheduler-plugins' are looked up in the
+// informers' stores (a map read): a gang of those families without one
+// is invalid, and its status is only Events on its members.
 func (c *Controller) hasPodGroup(key gang.Key) bool {
 	switch key.Family {
 	case gang.FamilyMuster, gang.FamilyUpstream:
 		return true
 	case gang.FamilyVolcano:
 		return c.volcano != nil && c.manager.VolcanoPodGroup(key) != nil
+	case gang.FamilySchedulerPlugins:
+		return c.schedulerPlugins != nil && c.manager.SchedulerPluginsPodGroup(key) != nil
 	}
 	return false
 }
@@ -205,6 +207,8 @@ func (c *Controller) sync(ctx context.Context, key gang.Key) (requeue bool, err 
 		return false, c.syncUpstream(ctx, key, &s)
 	case gang.FamilyVolcano:
 		return c.syncVolcano(ctx, key, &s)
+	case gang.FamilySchedulerPlugins:
+		return c.syncSchedulerPlugins(ctx, key, &s)
 	}
 	return false, nil
 }

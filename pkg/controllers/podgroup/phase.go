@@ -1,7 +1,9 @@
 // Package podgroup writes the status of Muster PodGroups: phase, member
-// counts, and conditions that say why a gang waits. It runs in the
-// scheduler process, one leader-elected instance per cluster, and reads
-// everything from the gang state the scheduler keeps.
+// counts, and conditions that say why a gang waits; and that of upstream's,
+// Volcano's and scheduler-plugins' PodGroups as their own schedulers and
+// controllers write it. It runs in the scheduler process, one
+// leader-elected instance per cluster, and reads everything from the gang
+// state the scheduler keeps.
 package podgroup
 
 import (
