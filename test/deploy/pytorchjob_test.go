@@ -1,0 +1,301 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/yaml"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/muster-sched/muster/manifests/volcano"
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+var (
+	pytorchJobs      = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
+	volcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+)
+
+// TestTrainingOperatorVolcano runs Kubeflow's training-operator (v1.9.3)
+// in volcano mode beside muster-scheduler with config/volcano.yaml, as a
+// cluster that swapped Volcano's scheduler for Muster would. The operator
+// creates a Volcano PodGroup per PyTorchJob, and creates the job's pods,
+// annotated with it and for the scheduler `volcano`, only once the
+// scheduler has moved the PodGroup from Pending to Inqueue (Volcano's
+// enqueue): before any pod exists. On two nodes of 8 cpu:
+//   - a job of 4 × 1 cpu goes Inqueue, binds whole and its PodGroup runs;
+//   - a job of 4 × 4.5 cpu, more than the cluster has, stays Pending beside
+//     it, so the operator creates none of its pods, though each would fit
+//     alone;
+//   - a job of 3 × 5 cpu is admitted (15 of 16 cpu) but cannot be placed
+//     whole (one member per node): none of its pods binds, and its PodGroup
+//     says why in an Unschedulable condition.
+func TestTrainingOperatorVolcano(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	op := findTrainingOperator(t)
+	installCRDs(t, ctx, volcano.FS)
+	installCRDs(t, ctx, op.crdFile(t, "kubeflow.org_pytorchjobs.yaml"))
+	r := installChart(t, ctx, "muster", "muster-volcano", "--set", "mode=replace-default,volcanoProfile=true")
+	token := serviceAccountToken(t, ctx, r.namespace, r.fullname())
+	config, err := os.ReadFile(filepath.Join(repoRoot, "config", "volcano.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSchedulerProcess(t, "muster-scheduler", processSpec{
+		args:       r.container(t).Args,
+		config:     config,
+		kubeconfig: tokenKubeconfig(t, r.namespace+"-volcano.kubeconfig", token),
+	})
+	if _, err := s.waitLog(ctx, leaseAcquired("kube-system/kube-scheduler"), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorkload(t, ctx, "work-pytorch", "volcano", 2, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+	t.Cleanup(func() { deleteServices(w.ns) })
+	pods := watchJobPods(t, ctx, w.ns)
+	o := startTrainingOperator(t, ctx, op, "kubeflow")
+	j := newPyTorchWorkload(t, w, pods)
+
+	// too-big first: a PodGroup that cannot be admitted must not hold
+	// back the one behind it, as in vc-scheduler's enqueue.
+	j.create("too-big", 3, "4500m")
+	j.create("fits", 3, "1")
+	j.waitCreated("fits", 4, 60*time.Second)
+	j.waitBound("fits", 4, 30*time.Second)
+	if pg := j.podGroup("fits"); pg.Spec.MinMember != 4 {
+		t.Errorf("PodGroup fits: minMember %d, want the job's 4 replicas", pg.Spec.MinMember)
+	}
+	for _, p := range j.pods("fits") {
+		if p.Spec.SchedulerName != "volcano" || p.Annotations[vcv1beta1.KubeGroupNameAnnotationKey] != "fits" {
+			t.Errorf("pod %s: schedulerName %q, annotation %s=%q; want volcano and the job's PodGroup",
+				p.Name, p.Spec.SchedulerName, vcv1beta1.KubeGroupNameAnnotationKey, p.Annotations[vcv1beta1.KubeGroupNameAnnotationKey])
+		}
+	}
+	j.waitPhase("fits", 30*time.Second, vcv1beta1.PodGroupRunning)
+	// Muster has admitted fits, created after it: too-big, whose minResources
+	// exceed the cluster, was looked at and left Pending.
+	j.waitPhase("too-big", 30*time.Second, vcv1beta1.PodGroupPending)
+	j.delete("fits")
+
+	j.create("split", 2, "5")
+	j.waitCreated("split", 3, 60*time.Second)
+	j.waitUnschedulable("split", 30*time.Second)
+	if phase := j.podGroup("split").Status.Phase; phase != vcv1beta1.PodGroupInqueue {
+		t.Errorf("PodGroup split: phase %s, want Inqueue: admitted, not placed\n%s", phase, j.describe("split"))
+	}
+
+	s.stop()
+	// Nothing changes from here: the scheduler is gone.
+	if n := pods.bound("split"); n != 0 {
+		t.Errorf("%d of 3 pods of job split bound, want none: the job cannot fit whole\n%s", n, j.describe("split"))
+	}
+	if n := pods.created("too-big"); n != 0 || j.podGroup("too-big").Status.Phase != vcv1beta1.PodGroupPending {
+		t.Errorf("job too-big, larger than the cluster, has %d pods, want none and its PodGroup Pending\n%s", n, j.describe("too-big"))
+	}
+	for _, p := range []*schedulerProcess{s, o} {
+		if lines := p.forbidden(); len(lines) > 0 {
+			t.Errorf("RBAC refused the %s:\n%s", p.name, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// deleteServices deletes the Services of ns, as the garbage collector
+// would once their job is gone.
+func deleteServices(ns string) {
+	ctx := context.Background()
+	svcs, err := cluster.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, s := range svcs.Items {
+		_ = cluster.Client.CoreV1().Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{})
+	}
+}
+
+// pytorchWorkload makes PyTorchJobs in a workload's namespace and watches
+// their pods (labelled with jobLabel).
+type pytorchWorkload struct {
+	*workload
+	jobPods *jobPods
+	dyn     dynamic.Interface
+}
+
+func newPyTorchWorkload(t *testing.T, w *workload, pods *jobPods) pytorchWorkload {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cluster.JSONConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pytorchWorkload{workload: w, jobPods: pods, dyn: dyn}
+}
+
+// create creates a PyTorchJob of one master and workers, each requesting
+// cpu, running until deleted.
+func (j pytorchWorkload) create(name string, workers int64, cpu string) {
+	j.t.Helper()
+	replica := func(n int64) map[string]any {
+		return map[string]any{
+			"replicas":      n,
+			"restartPolicy": "Never",
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{jobLabel: name}},
+				"spec": map[string]any{"containers": []any{map[string]any{
+					"name": "pytorch", "image": "registry.k8s.io/pause:3.10",
+					"resources": map[string]any{"requests": map[string]any{"cpu": cpu, "memory": "256Mi"}},
+				}}},
+			},
+		}
+	}
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1",
+		"kind":       "PyTorchJob",
+		"metadata":   map[string]any{"name": name, "namespace": j.ns},
+		"spec": map[string]any{"pytorchReplicaSpecs": map[string]any{
+			"Master": replica(1),
+			"Worker": replica(workers),
+		}},
+	}}
+	if _, err := j.dyn.Resource(pytorchJobs).Namespace(j.ns).Create(j.ctx, job, metav1.CreateOptions{}); err != nil {
+		j.t.Fatal(err)
+	}
+}
+
+// delete deletes a PyTorchJob and what it owns, as the garbage collector
+// would (none runs here), and waits until its pods are gone.
+func (j pytorchWorkload) delete(name string) {
+	j.t.Helper()
+	if err := j.dyn.Resource(pytorchJobs).Namespace(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
+		j.t.Fatal(err)
+	}
+	if err := j.dyn.Resource(volcanoPodGroups).Namespace(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
+		j.t.Fatal(err)
+	}
+	selector := metav1.ListOptions{LabelSelector: jobLabel + "=" + name}
+	if err := cluster.Client.CoreV1().Pods(j.ns).DeleteCollection(j.ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, selector); err != nil {
+		j.t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return len(j.pods(name)) == 0, nil
+	})
+	if err != nil {
+		j.t.Fatalf("job %s: %d pods left 30s after their deletion", name, len(j.pods(name)))
+	}
+}
+
+// pods lists the pods of a job.
+func (j pytorchWorkload) pods(job string) []v1.Pod {
+	j.t.Helper()
+	list, err := cluster.Client.CoreV1().Pods(j.ns).List(j.ctx, metav1.ListOptions{LabelSelector: jobLabel + "=" + job})
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// podGroup gets the Volcano PodGroup of a job.
+func (j pytorchWorkload) podGroup(job string) *vcv1beta1.PodGroup {
+	j.t.Helper()
+	pg, err := j.getPodGroup(j.ctx, job)
+	if err != nil {
+		j.t.Fatalf("the Volcano PodGroup of job %s: %v", job, err)
+	}
+	return pg
+}
+
+func (j pytorchWorkload) getPodGroup(ctx context.Context, job string) (*vcv1beta1.PodGroup, error) {
+	u, err := j.dyn.Resource(volcanoPodGroups).Namespace(j.ns).Get(ctx, job, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var pg vcv1beta1.PodGroup
+	if err := fromUnstructured(u.Object, &pg); err != nil {
+		return nil, err
+	}
+	return &pg, nil
+}
+
+// describe says what the job's PodGroup and pods are like, for a failure.
+func (j pytorchWorkload) describe(job string) string {
+	var b strings.Builder
+	pg, err := j.getPodGroup(context.Background(), job)
+	if err != nil {
+		fmt.Fprintf(&b, "PodGroup: %v\n", err)
+	} else {
+		spec, _ := yaml.Marshal(pg.Spec)
+		status, _ := yaml.Marshal(pg.Status)
+		fmt.Fprintf(&b, "PodGroup spec:\n%sPodGroup status:\n%s", spec, status)
+	}
+	for _, p := range j.pods(job) {
+		fmt.Fprintf(&b, "pod %s: scheduler %q, group %q, node %q, phase %s\n", p.Name, p.Spec.SchedulerName,
+			p.Annotations[vcv1beta1.KubeGroupNameAnnotationKey], p.Spec.NodeName, p.Status.Phase)
+	}
+	return b.String()
+}
+
+// waitBound waits until n pods of the job are bound.
+func (j pytorchWorkload) waitBound(job string, n int, timeout time.Duration) {
+	j.t.Helper()
+	if err := j.jobPods.waitFor(j.ctx, timeout, func() bool { return j.jobPods.bound(job) == n }); err != nil {
+		j.t.Fatalf("job %s: %d of %d pods bound: %v\n%s", job, j.jobPods.bound(job), n, err, j.describe(job))
+	}
+}
+
+// waitCreated waits until the operator has created n pods of the job.
+func (j pytorchWorkload) waitCreated(job string, n int, timeout time.Duration) {
+	j.t.Helper()
+	if err := j.jobPods.waitFor(j.ctx, timeout, func() bool { return j.jobPods.created(job) == n }); err != nil {
+		j.t.Fatalf("job %s: the operator created %d of %d pods: %v; it creates them once the scheduler has "+
+			"moved the job's PodGroup from Pending to Inqueue, before any pod exists\n%s", job, j.jobPods.created(job), n, err, j.describe(job))
+	}
+}
+
+// waitPhase waits until the job's PodGroup is in one of phases, and
+// returns it.
+func (j pytorchWorkload) waitPhase(job string, timeout time.Duration, phases ...vcv1beta1.PodGroupPhase) vcv1beta1.PodGroupPhase {
+	j.t.Helper()
+	var phase vcv1beta1.PodGroupPhase
+	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pg, err := j.getPodGroup(ctx, job)
+		if err != nil {
+			return false, nil
+		}
+		phase = pg.Status.Phase
+		return slices.Contains(phases, phase), nil
+	})
+	if err != nil {
+		j.t.Fatalf("job %s: PodGroup phase %q, want one of %q: %v\n%s", job, phase, phases, err, j.describe(job))
+	}
+	return phase
+}
+
+// waitUnschedulable waits until the job's PodGroup has the condition
+// vc-scheduler writes for a gang it cannot place: Unschedulable, True,
+// reason NotEnoughResources, with a message that says which resource.
+func (j pytorchWorkload) waitUnschedulable(job string, timeout time.Duration) {
+	j.t.Helper()
+	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pg, err := j.getPodGroup(ctx, job)
+		if err != nil {
+			return false, nil
+		}
+		return slices.ContainsFunc(pg.Status.Conditions, func(c vcv1beta1.PodGroupCondition) bool {
+			return c.Type == vcv1beta1.PodGroupUnschedulableType && c.Status == v1.ConditionTrue &&
+				c.Reason == vcv1beta1.NotEnoughResourcesReason && strings.Contains(c.Message, "Insufficient cpu")
+		}), nil
+	})
+	if err != nil {
+		j.t.Fatalf("job %s: no Unschedulable condition on its PodGroup: %v\n%s", job, err, j.describe(job))
+	}
+}
