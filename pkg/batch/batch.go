@@ -336,7 +336,7 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: b.handle.ClientSet().EventsV1()})
 	b.recorder = broadcaster.NewRecorder(scheme, "muster-scheduler")
-	pg := podgroup.New(b.clients, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted)
+	pg := podgroup.New(b.clients, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted).WithEnqueue(b.wouldAdmit)
 	go func() {
 		defer broadcaster.Shutdown()
 		select {
@@ -390,6 +390,17 @@ func (b *Batch) admitted(key gang.Key) bool {
 	}
 	g := snap.Gang(key)
 	return g != nil && g.Admitted
+}
+
+// wouldAdmit is the enqueue of a gang whose pods do not exist yet (see
+// queue.State.WouldAdmit); every gang is admitted while no queue policy is
+// on.
+func (b *Batch) wouldAdmit(namespace, q string, min v1.ResourceList) (bool, string) {
+	s := b.Queues()
+	if s == nil {
+		return true, ""
+	}
+	return s.WouldAdmit(s.Refresh(), namespace, q, queue.FromList(min))
 }
 
 func waitSynced(ctx context.Context, synced func() bool) bool {

@@ -312,6 +312,22 @@ func (m *Manager) VolcanoPodGroup(key Key) *vcv1beta1.PodGroup {
 	return lookup[*vcv1beta1.PodGroup](m.vcStore, key)
 }
 
+// VolcanoKeys lists the gangs of every Volcano PodGroup, whether or not
+// any pod names it.
+func (m *Manager) VolcanoKeys() []Key {
+	if m.vcStore == nil {
+		return nil
+	}
+	names := m.vcStore.ListKeys()
+	keys := make([]Key, 0, len(names))
+	for _, name := range names {
+		if ns, n, err := cache.SplitMetaNamespaceKey(name); err == nil {
+			keys = append(keys, Key{FamilyVolcano, ns, n})
+		}
+	}
+	return keys
+}
+
 // SchedulerPluginsPodGroup is the scheduler-plugins PodGroup of a gang of
 // that family, if it exists (shared: read only).
 func (m *Manager) SchedulerPluginsPodGroup(key Key) *spv1alpha1.PodGroup {

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
@@ -50,30 +51,8 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 	if g.Admitted {
 		return true, ""
 	}
-	chain := snap.ancestry(g.Queue)
-	if len(chain) == 0 {
-		return false, fmt.Sprintf("queue %s does not exist", g.Queue)
-	}
-	leaf := chain[0]
-	switch {
-	case leaf.Invalid != "":
-		return false, fmt.Sprintf("queue %s: %s", leaf.Name, leaf.Invalid)
-	case !leaf.IsLeaf():
-		return false, fmt.Sprintf("queue %s has child queues; gangs belong in leaf queues", leaf.Name)
-	}
-	for _, f := range chain {
-		if f.Closed {
-			return false, fmt.Sprintf("queue %s is closed", f.Name)
-		}
-	}
-	if ok, why := snap.Permits(st.Key.Namespace, g.Queue); !ok {
+	if ok, why := s.admissible(snap, st.Key.Namespace, g.Queue, g.MinResources); !ok {
 		return false, why
-	}
-	if why := snap.overCeiling(chain, g.MinResources); why != "" && !snap.Lends(g.Queue, g.MinResources, nil, true) {
-		return false, why
-	}
-	if ok, r := s.overcommitted(g, snap, withinDeserved(leaf, g.MinResources)); !ok {
-		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
 	}
 	if st.Spec.MinMember <= 1 && len(st.Spec.MinTaskMember) == 0 {
 		// A gang of one starts with its single placement, checked against
@@ -87,6 +66,48 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 	s.dirty[st.Key] = true
 	s.updateFigures(st.Key, func(g *GangFigures) { g.Admitted = true })
 	s.mu.Unlock()
+	return true, ""
+}
+
+// WouldAdmit says whether a gang of that namespace and queue ("" for the
+// default queue) with minimum min would be admitted now, recording
+// nothing: Volcano's enqueue of a PodGroup whose pods do not exist yet.
+// Its pods are admitted when they are tried, as any gang's.
+func (s *State) WouldAdmit(snap *Snapshot, namespace, queue string, min Vector) (bool, string) {
+	if queue == "" {
+		queue = v1alpha1.DefaultQueue
+	}
+	return s.admissible(snap, namespace, queue, min)
+}
+
+// admissible checks what Admit requires of a gang of that namespace, queue
+// and minimum.
+func (s *State) admissible(snap *Snapshot, namespace, queue string, min Vector) (bool, string) {
+	chain := snap.ancestry(queue)
+	if len(chain) == 0 {
+		return false, fmt.Sprintf("queue %s does not exist", queue)
+	}
+	leaf := chain[0]
+	switch {
+	case leaf.Invalid != "":
+		return false, fmt.Sprintf("queue %s: %s", leaf.Name, leaf.Invalid)
+	case !leaf.IsLeaf():
+		return false, fmt.Sprintf("queue %s has child queues; gangs belong in leaf queues", leaf.Name)
+	}
+	for _, f := range chain {
+		if f.Closed {
+			return false, fmt.Sprintf("queue %s is closed", f.Name)
+		}
+	}
+	if ok, why := snap.Permits(namespace, queue); !ok {
+		return false, why
+	}
+	if why := snap.overCeiling(chain, min); why != "" && !snap.Lends(queue, min, nil, true) {
+		return false, why
+	}
+	if ok, r := s.overcommitted(queue, min, snap, withinDeserved(leaf, min)); !ok {
+		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
+	}
 	return true, ""
 }
 
@@ -117,14 +138,14 @@ func (snap *Snapshot) overCeiling(chain []*Figures, min Vector) string {
 // and guarantee: reclaim gives it back to the queues that deserve it, so
 // room lent out never keeps a queue from taking its own share back on a
 // full cluster.
-func (s *State) overcommitted(g *GangFigures, snap *Snapshot, withinDeserved bool) (bool, v1.ResourceName) {
+func (s *State) overcommitted(queue string, min Vector, snap *Snapshot, withinDeserved bool) (bool, v1.ResourceName) {
 	var lent Vector
 	if withinDeserved {
-		lent = snap.lentOut(g.Queue)
+		lent = snap.lentOut(queue)
 	}
-	r := firstOver(g.MinResources, func(k v1.ResourceName) bool {
+	r := firstOver(min, func(k v1.ResourceName) bool {
 		a, ok := snap.Allocatable[k]
-		if !ok || g.MinResources[k] <= 0 {
+		if !ok || min[k] <= 0 {
 			return false
 		}
 		limit := int64(math.Min(s.overcommit*float64(a), math.MaxInt64/2)) - snap.Used[k] + lent[k]
@@ -133,7 +154,7 @@ func (s *State) overcommitted(g *GangFigures, snap *Snapshot, withinDeserved boo
 				limit -= f.Inqueue[k]
 			}
 		}
-		return g.MinResources[k] > limit
+		return min[k] > limit
 	})
 	return r == "", r
 }

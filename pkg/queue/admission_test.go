@@ -37,7 +37,7 @@ func TestOvercommitCountsLentRoom(t *testing.T) {
 				snap.Queues["other"].Guarantee = cpu(39000)
 			}
 			s := &State{overcommit: DefaultOvercommitFactor}
-			ok, r := s.overcommitted(&GangFigures{Queue: "tenant", MinResources: cpu(10000)}, snap, tt.withinDeserved)
+			ok, r := s.overcommitted("tenant", cpu(10000), snap, tt.withinDeserved)
 			if ok != tt.want || r != tt.wantRefusedFor {
 				t.Errorf("overcommitted = %v, %q; want %v, %q", ok, r, tt.want, tt.wantRefusedFor)
 			}

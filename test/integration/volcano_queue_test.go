@@ -2,15 +2,19 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/simulator"
 )
 
 // The kinds of Queue a gang may name: Muster's, and Volcano's, which are
@@ -104,5 +108,86 @@ func (e *env) waitVolcanoQueue(name, what string, ok func(*vcv1beta1.QueueStatus
 	})
 	if err != nil {
 		e.t.Fatalf("Volcano queue %s: want %s; status is %+v", name, what, q.Status)
+	}
+}
+
+// TestVolcanoEnqueue: Volcano's Job controller and the training-operator
+// create a job's pods only once its PodGroup is Inqueue. A PodGroup whose
+// queue has room for its minResources is moved there with no pod in it; one
+// whose queue has none stays Pending and says why; once its pods exist, the
+// gang is scheduled as any other.
+func TestVolcanoEnqueue(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 2, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+	e.queueOf(volcanoQueue, "team", v1alpha1.QueueSpec{Capability: res("cpu", "6")})
+	e.startScheduler(gangConfig(t))
+	vc := volcanoClient(t)
+	create := func(name, cpu string) {
+		_, err := vc.SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: vcv1beta1.PodGroupSpec{
+				MinMember: 2, Queue: "team",
+				MinResources: &v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("fits", "4")
+	create("too-big", "8")
+	e.waitVolcanoPodGroup("fits", "Inqueue with no pod yet", func(s *vcv1beta1.PodGroupStatus) bool {
+		return s.Phase == vcv1beta1.PodGroupInqueue
+	})
+	e.waitVolcanoPodGroup("too-big", "Pending, naming the queue", func(s *vcv1beta1.PodGroupStatus) bool {
+		for _, c := range s.Conditions {
+			if c.Type == vcv1beta1.PodGroupUnschedulableType && c.Status == v1.ConditionTrue &&
+				strings.Contains(c.Message, "queue team: cpu") {
+				return s.Phase == vcv1beta1.PodGroupPending
+			}
+		}
+		return false
+	})
+	var members []string
+	for _, name := range names("fits", 2) {
+		p := e.member(name, "2", nil)
+		p.Annotations = map[string]string{v1alpha1.VolcanoAnnotationGroupName: "fits"}
+		e.create(p)
+		members = append(members, name)
+	}
+	e.waitBound(members...)
+	e.waitVolcanoPodGroup("fits", "Running", func(s *vcv1beta1.PodGroupStatus) bool {
+		return s.Phase == vcv1beta1.PodGroupRunning && s.Running == 2
+	})
+	// Room in the queue is checked again: with its capability raised, the
+	// big one is enqueued.
+	q, err := vc.SchedulingV1beta1().Queues().Get(e.ctx, "team", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Capability = res("cpu", "16")
+	if _, err := vc.SchedulingV1beta1().Queues().Update(e.ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitVolcanoPodGroup("too-big", "Inqueue once the queue has room", func(s *vcv1beta1.PodGroupStatus) bool {
+		return s.Phase == vcv1beta1.PodGroupInqueue
+	})
+}
+
+// waitVolcanoPodGroup waits until the Volcano PodGroup's status satisfies ok.
+func (e *env) waitVolcanoPodGroup(name, what string, ok func(*vcv1beta1.PodGroupStatus) bool) {
+	e.t.Helper()
+	vc := volcanoClient(e.t)
+	pg := &vcv1beta1.PodGroup{}
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := vc.SchedulingV1beta1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pg = got
+		return ok(&pg.Status), nil
+	})
+	if err != nil {
+		e.t.Fatalf("Volcano PodGroup %s: want %s; status is %+v", name, what, pg.Status)
 	}
 }

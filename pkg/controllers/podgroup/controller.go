@@ -53,6 +53,9 @@ type Controller struct {
 	// admitted says whether a gang's queue admitted it; nil when no queue
 	// policy is on (every valid gang counts as admitted).
 	admitted func(gang.Key) bool
+	// enqueueGroup decides the enqueue of a Volcano PodGroup with no pod
+	// yet (WithEnqueue); nil: every such PodGroup is Inqueue.
+	enqueueGroup Enqueue
 
 	mu sync.Mutex
 	// queue exists while the controller runs (while it leads).
@@ -163,6 +166,10 @@ func (c *Controller) Run(ctx context.Context) {
 	klog.FromContext(ctx).Info("Starting PodGroup status controller")
 	go wait.UntilWithContext(ctx, func(context.Context) {
 		for _, k := range c.manager.Keys() {
+			queue.Add(k)
+		}
+		// Volcano PodGroups with no pod yet wait for their enqueue.
+		for _, k := range c.manager.VolcanoKeys() {
 			queue.Add(k)
 		}
 	}, resyncPeriod)

@@ -31,7 +31,19 @@ func (c *Controller) syncVolcano(ctx context.Context, key gang.Key, s *gang.Stat
 	if pg == nil {
 		return false, nil
 	}
-	status := volcanoStatus(pg, s, c.isAdmitted(key), metav1.Now(), newTransitionID)
+	now := metav1.Now()
+	status := volcanoStatus(pg, s, c.isAdmitted(key), now, newTransitionID)
+	if s.Members == 0 && status.Phase == vcv1beta1.PodGroupPending {
+		phase, why, retry := c.enqueueVolcano(pg)
+		status.Phase = phase
+		if why != "" {
+			cond := vcv1beta1.PodGroupCondition{Type: vcv1beta1.PodGroupUnschedulableType, Status: v1.ConditionTrue, Reason: vcv1beta1.NotEnoughResourcesReason, Message: why}
+			status.Conditions = setVolcanoCondition(status.Conditions, cond, now, newTransitionID)
+		}
+		if retry {
+			c.retryAfter(key, enqueueRetry)
+		}
+	}
 	if equality.Semantic.DeepEqual(status, pg.Status) {
 		return false, nil
 	}
