@@ -38,8 +38,8 @@ var (
 // enqueue): before any pod exists. On two nodes of 8 cpu:
 //   - a job of 4 × 1 cpu goes Inqueue, binds whole and its PodGroup runs;
 //   - a job of 4 × 4.5 cpu, more than the cluster has, stays Pending beside
-//     it, so the operator creates none of its pods, though each would fit
-//     alone;
+//     it, with an Unschedulable condition that says why, so the operator
+//     creates none of its pods, though each would fit alone;
 //   - a job of 3 × 5 cpu is admitted (15 of 16 cpu) but cannot be placed
 //     whole (one member per node): none of its pods binds, and its PodGroup
 //     says why in an Unschedulable condition.
@@ -87,11 +87,12 @@ func TestTrainingOperatorVolcano(t *testing.T) {
 	// Muster has admitted fits, created after it: too-big, whose minResources
 	// exceed the cluster, was looked at and left Pending.
 	j.waitPhase("too-big", 30*time.Second, vcv1beta1.PodGroupPending)
+	j.waitUnschedulable("too-big", 30*time.Second, "cpu", "18")
 	j.delete("fits")
 
 	j.create("split", 2, "5")
 	j.waitCreated("split", 3, 60*time.Second)
-	j.waitUnschedulable("split", 30*time.Second)
+	j.waitUnschedulable("split", 30*time.Second, "Insufficient cpu")
 	if phase := j.podGroup("split").Status.Phase; phase != vcv1beta1.PodGroupInqueue {
 		t.Errorf("PodGroup split: phase %s, want Inqueue: admitted, not placed\n%s", phase, j.describe("split"))
 	}
@@ -281,9 +282,9 @@ func (j pytorchWorkload) waitPhase(job string, timeout time.Duration, phases ...
 }
 
 // waitUnschedulable waits until the job's PodGroup has the condition
-// vc-scheduler writes for a gang it cannot place: Unschedulable, True,
-// reason NotEnoughResources, with a message that says which resource.
-func (j pytorchWorkload) waitUnschedulable(job string, timeout time.Duration) {
+// vc-scheduler writes for a gang it cannot enqueue or place: Unschedulable,
+// True, reason NotEnoughResources, with a message containing each of words.
+func (j pytorchWorkload) waitUnschedulable(job string, timeout time.Duration, words ...string) {
 	j.t.Helper()
 	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		pg, err := j.getPodGroup(ctx, job)
@@ -292,10 +293,19 @@ func (j pytorchWorkload) waitUnschedulable(job string, timeout time.Duration) {
 		}
 		return slices.ContainsFunc(pg.Status.Conditions, func(c vcv1beta1.PodGroupCondition) bool {
 			return c.Type == vcv1beta1.PodGroupUnschedulableType && c.Status == v1.ConditionTrue &&
-				c.Reason == vcv1beta1.NotEnoughResourcesReason && strings.Contains(c.Message, "Insufficient cpu")
+				c.Reason == vcv1beta1.NotEnoughResourcesReason && containsAll(c.Message, words)
 		}), nil
 	})
 	if err != nil {
-		j.t.Fatalf("job %s: no Unschedulable condition on its PodGroup: %v\n%s", job, err, j.describe(job))
+		j.t.Fatalf("job %s: no Unschedulable condition saying %q on its PodGroup: %v\n%s", job, words, err, j.describe(job))
 	}
+}
+
+func containsAll(s string, words []string) bool {
+	for _, w := range words {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return true
 }
