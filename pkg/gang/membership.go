@@ -50,7 +50,8 @@ const (
 	// scheduling.volcano.sh/group-name), naming a Volcano PodGroup.
 	FamilyVolcano Family = "volcano"
 	// FamilySolo: a pod in no group that names a queue with
-	// muster.dev/queue. It is managed as a gang of one, keyed by its name.
+	// muster.dev/queue (or Volcano's scheduling.volcano.sh/queue-name
+	// annotation). It is managed as a gang of one, keyed by its name.
 	FamilySolo Family = "solo"
 )
 
@@ -102,6 +103,9 @@ func membershipOf(pod *v1.Pod, upstream UpstreamGang) (m membership, ok bool) {
 		return membership{key: Key{FamilyVolcano, pod.Namespace, name}}, true
 	}
 	if _, ok := l[v1alpha1.LabelQueue]; ok {
+		return membership{key: Key{FamilySolo, pod.Namespace, pod.Name}}, true
+	}
+	if _, ok := pod.Annotations[v1alpha1.VolcanoAnnotationQueueName]; ok {
 		return membership{key: Key{FamilySolo, pod.Namespace, pod.Name}}, true
 	}
 	return membership{}, false

@@ -113,6 +113,9 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 		if err != nil {
 			return Spec{}, err
 		}
+		if queue == "" && len(members) > 0 {
+			queue = members[0].Annotations[v1alpha1.VolcanoAnnotationQueueName]
+		}
 		return Spec{MinMember: 1, Queue: queue}, nil
 	case FamilySchedulerPlugins:
 		if !src.spInstalled {

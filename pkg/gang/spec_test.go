@@ -60,6 +60,8 @@ func TestKeyOf(t *testing.T) {
 		}, want: Key{FamilyVolcano, "ns", "v"}, wantOK: true},
 		{name: "scheduler-plugins wins over volcano", labels: map[string]string{v1alpha1.SchedulerPluginsLabelPodGroup: "sp"},
 			annotations: map[string]string{v1alpha1.VolcanoAnnotationGroupName: "v"}, want: Key{FamilySchedulerPlugins, "ns", "sp"}, wantOK: true},
+		{name: "volcano's queue annotation alone makes a gang of one", annotations: map[string]string{v1alpha1.VolcanoAnnotationQueueName: "q"},
+			want: Key{FamilySolo, "ns", "p"}, wantOK: true},
 		{name: "volcano wins over a queue alone", labels: map[string]string{v1alpha1.LabelQueue: "q"},
 			annotations: map[string]string{v1alpha1.VolcanoAnnotationGroupName: "v"}, want: Key{FamilyVolcano, "ns", "v"}, wantOK: true},
 	}
@@ -148,6 +150,12 @@ func TestResolveSpec(t *testing.T) {
 			member("a", map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "2", v1alpha1.LabelQueue: "x"}),
 			member("b", map[string]string{v1alpha1.LabelPodGroup: "g", v1alpha1.LabelMinAvailable: "2", v1alpha1.LabelQueue: "y"}),
 		}, wantErr: `members disagree on muster.dev/queue: "x" (a), "y" (b)`},
+		{name: "a gang of one in volcano's queue annotation", key: Key{FamilySolo, "ns", "a"},
+			members: []*v1.Pod{withAnnotations(member("a", nil), map[string]string{v1alpha1.VolcanoAnnotationQueueName: "team"})},
+			want:    Spec{MinMember: 1, Queue: "team"}},
+		{name: "a gang of one: the queue label wins over volcano's annotation", key: Key{FamilySolo, "ns", "a"},
+			members: []*v1.Pod{withAnnotations(member("a", map[string]string{v1alpha1.LabelQueue: "q"}), map[string]string{v1alpha1.VolcanoAnnotationQueueName: "team"})},
+			want:    Spec{MinMember: 1, Queue: "q"}},
 		{name: "legacy", key: Key{FamilyLegacy, "ns", "g"},
 			members: []*v1.Pod{member("a", map[string]string{v1alpha1.LegacyLabelPodGroup: "g", v1alpha1.LegacyLabelMinAvailable: "4"})},
 			want:    Spec{MinMember: 4}},
@@ -228,6 +236,12 @@ func TestResolveSpec(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withAnnotations sets the pod's annotations.
+func withAnnotations(p *v1.Pod, a map[string]string) *v1.Pod {
+	p.Annotations = a
+	return p
 }
 
 // vcPodGroup is a Volcano PodGroup ns/g asking for 3 cpu.

@@ -191,3 +191,20 @@ func (e *env) waitVolcanoPodGroup(name, what string, ok func(*vcv1beta1.PodGroup
 		e.t.Fatalf("Volcano PodGroup %s: want %s; status is %+v", name, what, pg.Status)
 	}
 }
+
+// TestVolcanoQueueAnnotation: a pod in no group that names its queue with
+// Volcano's annotation is a gang of one in that queue, held to its share.
+func TestVolcanoQueueAnnotation(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+	e.queueOf(volcanoQueue, "team", v1alpha1.QueueSpec{Capability: res("cpu", "2")})
+	e.startScheduler(gangConfig(t))
+	pods := names("p", 2)
+	for _, name := range pods {
+		p := e.pod(name, map[v1.ResourceName]string{v1.ResourceCPU: "2"})
+		p.Annotations = map[string]string{v1alpha1.VolcanoAnnotationQueueName: "team"}
+		e.create(p)
+	}
+	// Room for both on the nodes, but the queue's capability holds one.
+	e.waitOneRefused(pods, "queue team")
+}

@@ -33,4 +33,8 @@ const (
 	// the key Volcano also accepts, read when the first is absent.
 	VolcanoAnnotationGroupName    = "scheduling.k8s.io/group-name"
 	VolcanoAnnotationGroupNameAlt = "scheduling.volcano.sh/group-name"
+
+	// VolcanoAnnotationQueueName names the queue of a pod in no group, as
+	// Volcano reads it; LabelQueue wins where a pod carries both.
+	VolcanoAnnotationQueueName = "scheduling.volcano.sh/queue-name"
 )
