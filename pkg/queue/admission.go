@@ -51,7 +51,7 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 	if g.Admitted {
 		return true, ""
 	}
-	if ok, why := s.admissible(snap, st.Key.Namespace, g.Queue, g.MinResources); !ok {
+	if ok, why := s.admissible(snap, st.Key.Namespace, g.Queue, g.MinResources, false); !ok {
 		return false, why
 	}
 	if st.Spec.MinMember <= 1 && len(st.Spec.MinTaskMember) == 0 {
@@ -70,19 +70,23 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 }
 
 // WouldAdmit says whether a gang of that namespace and queue ("" for the
-// default queue) with minimum min would be admitted now, recording
-// nothing: Volcano's enqueue of a PodGroup whose pods do not exist yet.
-// Its pods are admitted when they are tried, as any gang's.
+// default queue) with minimum min may be enqueued now, recording nothing:
+// Volcano's enqueue of a PodGroup whose pods do not exist yet. Its queue's
+// realCapability bounds it, as in Volcano, not its share, nor the
+// overcommit bound: a queue's share counts only the pods that exist, and a
+// job whose pods wait for its enqueue would never get one on a busy
+// cluster. Its pods are admitted when they are tried, as any gang's,
+// against the share, reclaiming for it.
 func (s *State) WouldAdmit(snap *Snapshot, namespace, queue string, min Vector) (bool, string) {
 	if queue == "" {
 		queue = v1alpha1.DefaultQueue
 	}
-	return s.admissible(snap, namespace, queue, min)
+	return s.admissible(snap, namespace, queue, min, true)
 }
 
 // admissible checks what Admit requires of a gang of that namespace, queue
-// and minimum.
-func (s *State) admissible(snap *Snapshot, namespace, queue string, min Vector) (bool, string) {
+// and minimum; for an enqueue, against realCapability (see WouldAdmit).
+func (s *State) admissible(snap *Snapshot, namespace, queue string, min Vector, enqueue bool) (bool, string) {
 	chain := snap.ancestry(queue)
 	if len(chain) == 0 {
 		return false, fmt.Sprintf("queue %s does not exist", queue)
@@ -102,7 +106,12 @@ func (s *State) admissible(snap *Snapshot, namespace, queue string, min Vector) 
 	if ok, why := snap.Permits(namespace, queue); !ok {
 		return false, why
 	}
-	if why := snap.overCeiling(chain, min); why != "" && !snap.Lends(queue, min, nil, true) {
+	if enqueue {
+		// Nothing is reserved, so nothing is overcommitted either.
+		why := overCeiling(chain, min, func(f *Figures) Vector { return f.RealCapability }, "realCapability")
+		return why == "", why
+	}
+	if why := overCeiling(chain, min, snap.Ceiling, snap.ceilingName()); why != "" && !snap.Lends(queue, min, nil, true) {
 		return false, why
 	}
 	if ok, r := s.overcommitted(queue, min, snap, withinDeserved(leaf, min)); !ok {
@@ -111,20 +120,21 @@ func (s *State) admissible(snap *Snapshot, namespace, queue string, min Vector) 
 	return true, ""
 }
 
-// overCeiling says which queue of the chain would go over its ceiling by
+// overCeiling says which queue of the chain would go over its ceiling (as
+// ceilingOf gives it, called name) by
 // admitting a gang of minimum min: allocated + inqueue − elastic + min ≤
 // ceiling, in every dimension the ceiling names (a dimension it does not
 // name is unlimited); "" when none would.
-func (snap *Snapshot) overCeiling(chain []*Figures, min Vector) string {
+func overCeiling(chain []*Figures, min Vector, ceilingOf func(*Figures) Vector, name string) string {
 	for _, f := range chain {
-		ceiling := snap.Ceiling(f)
+		ceiling := ceilingOf(f)
 		r := firstOver(ceiling, func(k v1.ResourceName) bool {
 			c := f.Allocated[k] + f.Inqueue[k] - f.Elastic[k] + min[k]
 			return c > 0 && c > ceiling[k]
 		})
 		if r != "" {
 			return fmt.Sprintf("queue %s: %s %s allocated+inqueue of %s %s, gang needs %s", f.Name, r,
-				Format(r, f.Allocated[r]+f.Inqueue[r]-f.Elastic[r]), Format(r, ceiling[r]), snap.ceilingName(), Format(r, min[r]))
+				Format(r, f.Allocated[r]+f.Inqueue[r]-f.Elastic[r]), Format(r, ceiling[r]), name, Format(r, min[r]))
 		}
 	}
 	return ""

@@ -208,3 +208,43 @@ func TestVolcanoQueueAnnotation(t *testing.T) {
 	// Room for both on the nodes, but the queue's capability holds one.
 	e.waitOneRefused(pods, "queue team")
 }
+
+// TestVolcanoEnqueueOnBusyCluster: another queue holds the whole cluster
+// and asks for more. A Volcano job's PodGroup is still enqueued (its
+// queue's share counts no pod of it yet), its pods are created, and
+// reclaim gives its queue its share.
+func TestVolcanoEnqueueOnBusyCluster(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 2, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+	e.queueOf(musterQueue, "other", v1alpha1.QueueSpec{Weight: 1})
+	e.queueOf(volcanoQueue, "team", v1alpha1.QueueSpec{Weight: 1})
+	e.startScheduler(gangConfig(t))
+	others := e.queuePods("other", 24, "1")
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return count(e.bound(), others) == 16, nil
+	})
+	if err != nil {
+		t.Fatalf("queue other holds %d cpu, want the cluster's 16", count(e.bound(), others))
+	}
+	_, err = volcanoClient(t).SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "job"},
+		Spec: vcv1beta1.PodGroupSpec{
+			MinMember: 4, Queue: "team",
+			MinResources: &v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitVolcanoPodGroup("job", "Inqueue on a full cluster", func(s *vcv1beta1.PodGroupStatus) bool {
+		return s.Phase == vcv1beta1.PodGroupInqueue
+	})
+	var members []string
+	for _, name := range names("job", 4) {
+		p := e.member(name, "2", nil)
+		p.Annotations = map[string]string{v1alpha1.VolcanoAnnotationGroupName: "job"}
+		e.create(p)
+		members = append(members, name)
+	}
+	e.waitBoundWithin(20*time.Second, members...)
+}
