@@ -2,7 +2,6 @@ package gang
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -145,7 +144,7 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 
 // volcanoSpec is the spec of a Volcano PodGroup, read as vc-scheduler reads
 // it: minMember (0 asks for no gang: one member at a time), minTaskMember
-// (each role its minimum, so the gang needs at least their sum),
+// (each role its minimum, where they sum to at most minMember),
 // minResources, its queue (Volcano's default queue is Muster's) and its
 // priority class.
 func volcanoSpec(key Key, src sources) (Spec, error) {
@@ -171,10 +170,10 @@ func volcanoSpec(key Key, src sources) (Spec, error) {
 		sum += int64(n)
 	}
 	if sum > int64(spec.MinMember) {
-		if sum > math.MaxInt32 {
-			return spec, fmt.Errorf("Volcano PodGroup %s/%s has minTaskMember summing to %d; want at most %d", key.Namespace, key.Name, sum, math.MaxInt32)
-		}
-		spec.MinMember = int32(sum)
+		// Volcano checks the roles only when their minimums fit in
+		// minMember (its Job webhook sets a role's minimum to its
+		// replicas, so an elastic job's roles ask for more).
+		spec.MinTaskMember = nil
 	}
 	if name := vc.Spec.PriorityClassName; name != "" {
 		if src.priorityClass == nil {
