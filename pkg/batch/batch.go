@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	spclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -53,8 +54,11 @@ type Batch struct {
 	// vcQueueInf watches Volcano's Queues; nil unless they are queues.
 	vcQueueInf vcinformers.SharedInformerFactory
 
-	mu     sync.Mutex
-	queues atomic.Pointer[queue.State]
+	mu sync.Mutex
+	// profiles are the scheduler names of the profiles with Muster's
+	// plugins.
+	profiles map[string]bool
+	queues   atomic.Pointer[queue.State]
 	// queuesOn is closed once a queue policy is enabled.
 	queuesOn chan struct{}
 
@@ -148,6 +152,7 @@ func (p *Process) Batch(ctx context.Context, h fwk.Handle) (*Batch, error) {
 		if p.batch.handle.SharedInformerFactory() != factory {
 			return nil, fmt.Errorf("a batch.Process serves one scheduler; build one per scheduler")
 		}
+		p.batch.addProfile(h)
 		return p.batch, nil
 	}
 	clients, err := clientsFor(h.KubeConfig())
@@ -162,6 +167,7 @@ func (p *Process) Batch(ctx context.Context, h fwk.Handle) (*Batch, error) {
 	}
 	b := &Batch{Gangs: m, Binds: NewBinds(memberBinds), handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
 	m.AddPodHandler(b.Binds.NominationSeen())
+	b.addProfile(h)
 	logger := klog.FromContext(ctx)
 	if err := b.startControllers(ctx, p); err != nil {
 		return nil, err
@@ -312,6 +318,33 @@ func (b *Batch) EnableQueues(ctx context.Context, policy queue.Policy, overcommi
 	return s, nil
 }
 
+// VolcanoProfile is the scheduler name of Volcano's scheduler. A process
+// that serves it has replaced vc-scheduler, and writes the status of
+// Volcano's PodGroups and Queues.
+const VolcanoProfile = "volcano"
+
+// addProfile records the profile of h's framework as served.
+func (b *Batch) addProfile(h fwk.Handle) {
+	fw, ok := h.(framework.Framework)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.profiles == nil {
+		b.profiles = map[string]bool{}
+	}
+	b.profiles[fw.ProfileName()] = true
+}
+
+// serves reports whether a profile of that scheduler name has Muster's
+// plugins.
+func (b *Batch) serves(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.profiles[name]
+}
+
 // VolcanoQueues says whether Volcano's Queues are read as queues: their
 // CRD is served.
 func (b *Batch) VolcanoQueues() bool { return b.clients.VolcanoQueues }
@@ -336,7 +369,6 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: b.handle.ClientSet().EventsV1()})
 	b.recorder = broadcaster.NewRecorder(scheme, "muster-scheduler")
-	pg := podgroup.New(b.clients, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted).WithEnqueue(b.wouldAdmit)
 	go func() {
 		defer broadcaster.Shutdown()
 		select {
@@ -361,12 +393,20 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 		for _, f := range onLead {
 			go f(ctx)
 		}
+		// Volcano's PodGroups and Queues are written only by the
+		// scheduler that serves the name `volcano`: beside a running
+		// vc-scheduler, the two would write them in turn.
+		clients, volcano := b.clients, b.serves(VolcanoProfile)
+		if !volcano {
+			clients.Volcano = nil
+		}
+		pg := podgroup.New(clients, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted).WithEnqueue(b.wouldAdmit)
 		go pg.Run(ctx)
 		// The plugin factories, which turn queues on, ran before Lead.
 		select {
 		case <-b.queuesOn:
 			q := queuecontroller.New(b.clients.Muster, b.queueInf.Scheduling().V1alpha1().Queues().Lister(), b.Queues(), b.Gangs, b.recorder)
-			if b.vcQueueInf != nil {
+			if b.vcQueueInf != nil && volcano {
 				q.WithVolcano(b.clients.Volcano, b.vcQueueInf.Scheduling().V1beta1().Queues().Lister())
 			}
 			q.Run(ctx, p.markWriting)

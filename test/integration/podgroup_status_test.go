@@ -79,7 +79,7 @@ func TestPodGroupStatus(t *testing.T) {
 			blocker := e.pod("blocker", map[v1.ResourceName]string{v1.ResourceCPU: "2"})
 			blocker.Spec.NodeName = "n-2"
 			e.create(blocker)
-			e.startScheduler(gangConfig(t))
+			e.startScheduler(volcanoConfig(t))
 			k.create(e, "train", 3)
 			// The members run until the test ends them: a run time would
 			// race the poll that must see the gang Running.

@@ -210,18 +210,20 @@ func TestAdmission(t *testing.T) {
 			e := newEnv(t)
 			e.nodes("n", 4, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
 			e.queueOf(kind, "team", v1alpha1.QueueSpec{})
-			e.startScheduler(gangConfig(t))
+			e.startScheduler(configFor(t, kind))
 			e.podGroup("first", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "team"})
 			first := e.members("first", 2, "2", map[string]string{v1alpha1.LabelPodGroup: "first"})
 			e.waitBound(first...)
 			if kind == volcanoQueue {
-				e.waitVolcanoQueue("team", "Open, running the gang, holding its 4 cpu", func(s *vcv1beta1.QueueStatus) bool {
-					return s.State == vcv1beta1.QueueStateOpen && s.Running == 1 && s.Allocated.Cpu().Cmp(resource.MustParse("4")) == 0
+				e.waitVolcanoQueue("team", "running the gang, holding its 4 cpu, its state unset", func(s *vcv1beta1.QueueStatus) bool {
+					return s.State == "" && s.Running == 1 && s.Allocated.Cpu().Cmp(resource.MustParse("4")) == 0
 				})
 			}
 			e.setQueueState(kind, "team", v1alpha1.QueueClosed)
 			if kind == musterQueue {
 				e.waitQueue("team", func(s *v1alpha1.QueueStatus) bool { return s.State == v1alpha1.QueueClosing && s.Running == 1 })
+			} else {
+				e.waitRefusedBy("team", "queue team is closed")
 			}
 			e.podGroup("second", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "team"})
 			second := e.members("second", 2, "2", map[string]string{v1alpha1.LabelPodGroup: "second"})

@@ -2,11 +2,13 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -25,6 +27,19 @@ const (
 )
 
 var queueKinds = []string{musterQueue, volcanoQueue}
+
+// volcanoConfig is the replace-default profile with a second one named
+// volcano, as shipped: Muster writes Volcano's PodGroups and Queues only
+// where it serves that name.
+func volcanoConfig(t testing.TB) string { return readConfig(t, "volcano.yaml") }
+
+// configFor is the configuration a queue test of that kind runs.
+func configFor(t *testing.T, kind string) string {
+	if kind == volcanoQueue {
+		return volcanoConfig(t)
+	}
+	return gangConfig(t)
+}
 
 // volcanoClient is a client of the integration control plane's Volcano CRDs.
 func volcanoClient(t testing.TB) vcclient.Interface {
@@ -93,6 +108,43 @@ func (e *env) setQueueState(kind, name string, state v1alpha1.QueueState) {
 	}
 }
 
+// waitRefusedBy waits until the scheduler refuses a pod of the queue for
+// why. Muster writes no state on a Volcano Queue, so a refused pod is what
+// says that the scheduler saw it closed: one probe pod after another, each
+// deleted if it binds first, until one is refused.
+func (e *env) waitRefusedBy(queue, why string) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		name := fmt.Sprintf("probe-%d", i)
+		e.create(e.member(name, "1", map[string]string{v1alpha1.LabelQueue: queue}))
+		var refused, bound bool
+		err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+			p, err := cluster.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			bound = p.Spec.NodeName != ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && strings.Contains(c.Message, why) {
+					refused = true
+				}
+			}
+			return bound || refused, nil
+		})
+		if err != nil {
+			e.t.Fatalf("probe %s neither bound nor refused for %q: %v", name, why, err)
+		}
+		if refused {
+			return
+		}
+		if err := cluster.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	e.t.Fatalf("no pod of queue %s refused for %q within 10s", queue, why)
+}
+
 // waitVolcanoQueue waits until the Volcano Queue's status satisfies ok.
 func (e *env) waitVolcanoQueue(name, what string, ok func(*vcv1beta1.QueueStatus) bool) {
 	e.t.Helper()
@@ -120,7 +172,7 @@ func TestVolcanoEnqueue(t *testing.T) {
 	e := newEnv(t)
 	e.nodes("n", 2, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
 	e.queueOf(volcanoQueue, "team", v1alpha1.QueueSpec{Capability: res("cpu", "6")})
-	e.startScheduler(gangConfig(t))
+	e.startScheduler(volcanoConfig(t))
 	vc := volcanoClient(t)
 	create := func(name, cpu string) {
 		_, err := vc.SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
@@ -218,7 +270,7 @@ func TestVolcanoEnqueueOnBusyCluster(t *testing.T) {
 	e.nodes("n", 2, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
 	e.queueOf(musterQueue, "other", v1alpha1.QueueSpec{Weight: 1})
 	e.queueOf(volcanoQueue, "team", v1alpha1.QueueSpec{Weight: 1})
-	e.startScheduler(gangConfig(t))
+	e.startScheduler(volcanoConfig(t))
 	others := e.queuePods("other", 24, "1")
 	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		return count(e.bound(), others) == 16, nil
@@ -247,4 +299,38 @@ func TestVolcanoEnqueueOnBusyCluster(t *testing.T) {
 		members = append(members, name)
 	}
 	e.waitBoundWithin(20*time.Second, members...)
+}
+
+// TestVolcanoLeftToVcScheduler: a scheduler that does not serve the name
+// volcano (beside a running vc-scheduler, say) writes nothing on Volcano's
+// PodGroups and Queues, whose status vc-scheduler writes.
+func TestVolcanoLeftToVcScheduler(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 1, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+	e.queueOf(volcanoQueue, "team", v1alpha1.QueueSpec{})
+	e.startScheduler(gangConfig(t))
+	vc := volcanoClient(t)
+	_, err := vc.SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "job"}, Spec: vcv1beta1.PodGroupSpec{MinMember: 1, Queue: "team"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two resyncs of the queue status controller, and many retries of the
+	// PodGroup's enqueue, were it on.
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		pg, err := vc.SchedulingV1beta1().PodGroups(e.ns).Get(e.ctx, "job", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := vc.SchedulingV1beta1().Queues().Get(e.ctx, "team", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(pg.Status, vcv1beta1.PodGroupStatus{}) || !equality.Semantic.DeepEqual(q.Status, vcv1beta1.QueueStatus{}) {
+			t.Fatalf("Muster wrote Volcano status without serving volcano: PodGroup %+v, Queue %+v", pg.Status, q.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

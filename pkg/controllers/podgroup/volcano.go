@@ -2,10 +2,12 @@ package podgroup
 
 import (
 	"context"
+	"encoding/json"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -19,8 +21,8 @@ const VolcanoReasonScheduled = "tasks in gang are ready to be scheduled"
 // syncVolcano writes the status of a scheduling.volcano.sh PodGroup as
 // vc-scheduler writes it, so that Volcano's Job controller (which creates
 // a Job's pods once its PodGroup leaves Pending), vcctl and dashboards read
-// Muster's decisions. Volcano's CRD has no status subresource: the whole
-// object is updated, as vc-scheduler does, which bumps its generation; the
+// Muster's decisions. Volcano's CRD has no status subresource: the object
+// is written (its status patched), which bumps its generation; the
 // gang state and the scheduling queue ignore such updates (gang.SpecChanged),
 // so the write wakes nothing that would write again.
 func (c *Controller) syncVolcano(ctx context.Context, key gang.Key, s *gang.Status) (requeue bool, err error) {
@@ -36,7 +38,9 @@ func (c *Controller) syncVolcano(ctx context.Context, key gang.Key, s *gang.Stat
 	if s.Members == 0 && status.Phase == vcv1beta1.PodGroupPending {
 		phase, why, retry := c.enqueueVolcano(pg)
 		status.Phase = phase
-		if why != "" {
+		// While it stays refused, its condition is not rewritten for every
+		// move of its queue's figures, which the message quotes.
+		if i := lastTransitioned(status.Conditions); why != "" && (i < 0 || !refusedAtEnqueue(status.Conditions[i])) {
 			cond := vcv1beta1.PodGroupCondition{Type: vcv1beta1.PodGroupUnschedulableType, Status: v1.ConditionTrue, Reason: vcv1beta1.NotEnoughResourcesReason, Message: why}
 			status.Conditions = setVolcanoCondition(status.Conditions, cond, now, newTransitionID)
 		}
@@ -47,10 +51,24 @@ func (c *Controller) syncVolcano(ctx context.Context, key gang.Key, s *gang.Stat
 	if equality.Semantic.DeepEqual(status, pg.Status) {
 		return false, nil
 	}
-	updated := pg.DeepCopy()
-	updated.Status = status
-	_, err = c.volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	// A merge patch of status alone, on the version read: an update of the
+	// whole object would drop the spec fields a newer Volcano has and
+	// these types lack.
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": pg.ResourceVersion},
+		"status":   status,
+	})
+	if err != nil {
+		return false, err
+	}
+	_, err = c.volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return written(err)
+}
+
+// refusedAtEnqueue reports whether c is the condition a refused enqueue
+// writes.
+func refusedAtEnqueue(c vcv1beta1.PodGroupCondition) bool {
+	return c.Type == vcv1beta1.PodGroupUnschedulableType && c.Reason == vcv1beta1.NotEnoughResourcesReason
 }
 
 // newTransitionID identifies a condition's transition, where vc-scheduler

@@ -51,9 +51,10 @@ func (c *Controller) syncVolcano(ctx context.Context, snap *queue.Snapshot, coun
 }
 
 // volcanoStatus is the status a Volcano Queue should have: what it holds
-// and its gangs per phase. Its state is Volcano's queue controller's to
-// set (it opens and closes queues on vcctl's commands); a queue with none
-// yet is Open, as that controller would make it.
+// and its gangs per phase. Its state is Volcano's queue controller's alone
+// (it opens and closes queues on vcctl's commands, by server-side apply:
+// a write of Muster's would take the field from it); a queue with none is
+// read as Open.
 func volcanoStatus(q *vcv1beta1.Queue, f *queue.Figures, counts map[v1alpha1.PodGroupPhase]int32) vcv1beta1.QueueStatus {
 	status := *q.Status.DeepCopy()
 	status.Allocated = f.Allocated.List()
@@ -62,8 +63,5 @@ func volcanoStatus(q *vcv1beta1.Queue, f *queue.Figures, counts map[v1alpha1.Pod
 	status.Running = counts[v1alpha1.PodGroupRunning]
 	status.Completed = counts[v1alpha1.PodGroupCompleted]
 	status.Unknown = counts[v1alpha1.PodGroupUnknown]
-	if status.State == "" {
-		status.State = vcv1beta1.QueueStateOpen
-	}
 	return status
 }
