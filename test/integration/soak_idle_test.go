@@ -120,7 +120,12 @@ func (s *soak) queueMayPlace(snap *queue.Snapshot, q string, req queue.Vector, p
 	if f == nil || f.Closed || f.Invalid != "" || !f.IsLeaf() {
 		return ""
 	}
+	// As admission counts it (queue.State.Admit): what the queue holds,
+	// the rest of its admitted gangs' minimums, less what its started
+	// gangs hold above theirs.
 	held := f.Allocated.Clone()
+	held.Add(f.Inqueue)
+	held.Sub(f.Elastic)
 	held.Add(req)
 	if ok, _ := held.Fits(f.RealCapability); !ok {
 		return ""
