@@ -83,29 +83,8 @@ func startSchedulerProcess(t *testing.T, name string, spec processSpec) *schedul
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
 	)
-	p := &schedulerProcess{t: t, name: name, port: port, changed: make(chan struct{}), exited: make(chan struct{})}
-	p.cmd = exec.Command(schedulerBin, args...)
-	p.cmd.Env = append(os.Environ(), spec.env...)
-	dieWithParent(p.cmd)
-	logFile, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = p.cmd.Stdout
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go p.read(io.TeeReader(out, logFile), logFile)
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s: log in %s; last lines:\n%s", name, logFile.Name(), p.tail(40))
-		}
-	})
+	p := startProcess(t, name, schedulerBin, args, spec.env)
+	p.port = port
 	return p
 }
 
