@@ -173,21 +173,8 @@ func TestVolcanoEnqueue(t *testing.T) {
 	e.nodes("n", 2, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
 	e.queueOf(volcanoQueue, "team", v1alpha1.QueueSpec{Capability: res("cpu", "6")})
 	e.startScheduler(volcanoConfig(t))
-	vc := volcanoClient(t)
-	create := func(name, cpu string) {
-		_, err := vc.SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: vcv1beta1.PodGroupSpec{
-				MinMember: 2, Queue: "team",
-				MinResources: &v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)},
-			},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	create("fits", "4")
-	create("too-big", "8")
+	e.volcanoPodGroup("fits", "team", 2, "4")
+	e.volcanoPodGroup("too-big", "team", 2, "8")
 	e.waitVolcanoPodGroup("fits", "Inqueue with no pod yet", func(s *vcv1beta1.PodGroupStatus) bool {
 		return s.Phase == vcv1beta1.PodGroupInqueue
 	})
@@ -200,19 +187,14 @@ func TestVolcanoEnqueue(t *testing.T) {
 		}
 		return false
 	})
-	var members []string
-	for _, name := range names("fits", 2) {
-		p := e.member(name, "2", nil)
-		p.Annotations = map[string]string{v1alpha1.VolcanoAnnotationGroupName: "fits"}
-		e.create(p)
-		members = append(members, name)
-	}
+	members := e.volcanoMembers("fits", 2, "2")
 	e.waitBound(members...)
 	e.waitVolcanoPodGroup("fits", "Running", func(s *vcv1beta1.PodGroupStatus) bool {
 		return s.Phase == vcv1beta1.PodGroupRunning && s.Running == 2
 	})
 	// Room in the queue is checked again: with its capability raised, the
 	// big one is enqueued.
+	vc := volcanoClient(t)
 	q, err := vc.SchedulingV1beta1().Queues().Get(e.ctx, "team", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +206,34 @@ func TestVolcanoEnqueue(t *testing.T) {
 	e.waitVolcanoPodGroup("too-big", "Inqueue once the queue has room", func(s *vcv1beta1.PodGroupStatus) bool {
 		return s.Phase == vcv1beta1.PodGroupInqueue
 	})
+}
+
+// volcanoPodGroup creates a Volcano PodGroup of the case in queue, with
+// minMember min and minResources of cpu.
+func (e *env) volcanoPodGroup(name, queue string, min int32, cpu string) {
+	e.t.Helper()
+	_, err := volcanoClient(e.t).SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: vcv1beta1.PodGroupSpec{
+			MinMember: min, Queue: queue,
+			MinResources: &v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// volcanoMembers creates n pods of cpu each named <group>-<i>, joining
+// the Volcano PodGroup group as Volcano's Job controller joins them.
+func (e *env) volcanoMembers(group string, n int, cpu string) []string {
+	members := names(group, n)
+	for _, name := range members {
+		p := e.member(name, cpu, nil)
+		p.Annotations = map[string]string{v1alpha1.VolcanoAnnotationGroupName: group}
+		e.create(p)
+	}
+	return members
 }
 
 // waitVolcanoPodGroup waits until the Volcano PodGroup's status satisfies ok.
@@ -278,26 +288,11 @@ func TestVolcanoEnqueueOnBusyCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("queue other holds %d cpu, want the cluster's 16", count(e.bound(), others))
 	}
-	_, err = volcanoClient(t).SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "job"},
-		Spec: vcv1beta1.PodGroupSpec{
-			MinMember: 4, Queue: "team",
-			MinResources: &v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.volcanoPodGroup("job", "team", 4, "8")
 	e.waitVolcanoPodGroup("job", "Inqueue on a full cluster", func(s *vcv1beta1.PodGroupStatus) bool {
 		return s.Phase == vcv1beta1.PodGroupInqueue
 	})
-	var members []string
-	for _, name := range names("job", 4) {
-		p := e.member(name, "2", nil)
-		p.Annotations = map[string]string{v1alpha1.VolcanoAnnotationGroupName: "job"}
-		e.create(p)
-		members = append(members, name)
-	}
+	members := e.volcanoMembers("job", 4, "2")
 	e.waitBoundWithin(20*time.Second, members...)
 }
 
@@ -310,12 +305,7 @@ func TestVolcanoLeftToVcScheduler(t *testing.T) {
 	e.queueOf(volcanoQueue, "team", v1alpha1.QueueSpec{})
 	e.startScheduler(gangConfig(t))
 	vc := volcanoClient(t)
-	_, err := vc.SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, &vcv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "job"}, Spec: vcv1beta1.PodGroupSpec{MinMember: 1, Queue: "team"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.volcanoPodGroup("job", "team", 1, "1")
 	// Two resyncs of the queue status controller, and many retries of the
 	// PodGroup's enqueue, were it on.
 	deadline := time.Now().Add(2500 * time.Millisecond)
