@@ -156,7 +156,7 @@ func (c *cluster) totals() totals {
 // totals are the cluster's sums at one moment, read only.
 type totals struct {
 	allocatable, used, unmanaged, offNodes Vector
-	// generation identifies allocatable and unmanaged: equal generations,
+	// generation identifies allocatable, unmanaged and offNodes: equal generations,
 	// equal vectors.
 	generation uint64
 }

@@ -39,9 +39,7 @@ func (snap *Snapshot) lend() *lending {
 }
 
 func (snap *Snapshot) computeLending() *lending {
-	// What the queues hold on nodes outside Total takes nothing of it.
 	l := &lending{free: snap.Total.Clone(), claims: map[string]Vector{}}
-	l.free.Add(snap.OffNodes)
 	rooms := map[string]Vector{}
 	for name, f := range snap.Queues {
 		if !f.IsLeaf() || f.Invalid != "" {

@@ -87,14 +87,18 @@ type contribution struct {
 // Snapshot is every queue's figures at one moment. Gang figures are read
 // live through Gang.
 type Snapshot struct {
-	Policy      Policy
-	Queues      map[string]*Figures
-	Total       Vector // what the queues divide: allocatable less unmanaged usage
+	Policy Policy
+	Queues map[string]*Figures
+	// Total is what the queues divide: the counted nodes' allocatable
+	// less unmanaged usage, plus OffNodes.
+	Total       Vector
 	Allocatable Vector
 	Used        Vector // requests of every bound pod on the counted nodes
 	// OffNodes sums the requests of the managed pods bound to nodes that
-	// are not counted (cordoned, not ready, deleted under them): their
-	// queues hold them, outside Total.
+	// are not counted (cordoned, not ready, deleted under them). Their
+	// queues hold them, so they are in Total: otherwise a queue's share
+	// would shrink by what it holds there, and room on the counted nodes
+	// would stay idle.
 	OffNodes Vector
 	state    *State
 	// version is the State's when the snapshot was made; lending is
@@ -280,6 +284,7 @@ func (s *State) Refresh() *Snapshot {
 				s.total[k] = max(0, s.total[k]-n)
 			}
 		}
+		s.total.Add(t.offNodes)
 	}
 	snap.Total = s.total
 	if s.division.matches(snap.Total, queues, s.usage) {
