@@ -367,6 +367,9 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := vcv1beta1.AddToScheme(scheme); err != nil {
+		return err
+	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: b.handle.ClientSet().EventsV1()})
 	b.recorder = broadcaster.NewRecorder(scheme, "muster-scheduler")
 	go func() {
@@ -400,7 +403,7 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 		if !volcano {
 			clients.Volcano = nil
 		}
-		pg := podgroup.New(clients, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted).WithEnqueue(b.wouldAdmit)
+		pg := podgroup.New(clients, b.Gangs.PodGroupLister(), b.Gangs, b.recorder, b.admitted).WithEnqueue(enqueuer{b})
 		go pg.Run(ctx)
 		// The plugin factories, which turn queues on, ran before Lead.
 		select {
@@ -432,15 +435,23 @@ func (b *Batch) admitted(key gang.Key) bool {
 	return g != nil && g.Admitted
 }
 
-// wouldAdmit is the enqueue of a gang whose pods do not exist yet (see
-// queue.State.WouldAdmit); every gang is admitted while no queue policy is
-// on.
-func (b *Batch) wouldAdmit(namespace, q string, min v1.ResourceList) (bool, string) {
-	s := b.Queues()
+// enqueuer enqueues the gangs whose pods do not exist yet on the queue
+// accounting (see queue.State.WouldAdmit); every gang is enqueued while no
+// queue policy is on.
+type enqueuer struct{ b *Batch }
+
+func (e enqueuer) WouldEnqueue(namespace, q string, min v1.ResourceList) (bool, string) {
+	s := e.b.Queues()
 	if s == nil {
 		return true, ""
 	}
 	return s.WouldAdmit(s.Refresh(), namespace, q, queue.FromList(min))
+}
+
+func (e enqueuer) Account(key gang.Key) {
+	if s := e.b.Queues(); s != nil {
+		s.Account(key)
+	}
 }
 
 func waitSynced(ctx context.Context, synced func() bool) bool {

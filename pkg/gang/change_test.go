@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
@@ -88,6 +89,34 @@ func TestTrimTerminated(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("trimTerminated (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEnqueueChange: a Volcano PodGroup's status write reaches the queue
+// accounting only when it enters Inqueue (a reservation) or leaves it
+// (given back).
+func TestEnqueueChange(t *testing.T) {
+	pg := func(phase vcv1beta1.PodGroupPhase) *vcv1beta1.PodGroup {
+		return &vcv1beta1.PodGroup{Status: vcv1beta1.PodGroupStatus{Phase: phase}}
+	}
+	tests := []struct {
+		name     string
+		old, new any
+		want     change
+	}{
+		{name: "enqueued", old: pg(vcv1beta1.PodGroupPending), new: pg(vcv1beta1.PodGroupInqueue), want: usageChange},
+		{name: "enqueued from no phase", old: pg(""), new: pg(vcv1beta1.PodGroupInqueue), want: usageChange},
+		{name: "running", old: pg(vcv1beta1.PodGroupInqueue), new: pg(vcv1beta1.PodGroupRunning), want: releaseChange},
+		{name: "still Inqueue", old: pg(vcv1beta1.PodGroupInqueue), new: pg(vcv1beta1.PodGroupInqueue), want: unchanged},
+		{name: "still Pending", old: pg(vcv1beta1.PodGroupPending), new: pg(vcv1beta1.PodGroupPending), want: unchanged},
+		{name: "not Volcano's", old: &v1alpha1.PodGroup{}, new: &v1alpha1.PodGroup{}, want: unchanged},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := enqueueChange(tt.old, tt.new); got != tt.want {
+				t.Errorf("enqueueChange = %v, want %v", got, tt.want)
 			}
 		})
 	}

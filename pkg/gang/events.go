@@ -203,13 +203,38 @@ func (m *Manager) groupHandler(family Family) cache.ResourceEventHandler {
 		AddFunc: notify,
 		UpdateFunc: func(oldObj, newObj any) {
 			// The gang reads the spec alone: a status write (Muster's
-			// own, every change of a waiting gang) changes nothing.
+			// own, every change of a waiting gang) changes nothing, but
+			// for a Volcano PodGroup entering or leaving Inqueue, which
+			// its queue's usage follows (Status.Enqueued).
 			if SpecChanged(oldObj, newObj) {
 				notify(newObj)
+			} else if c := enqueueChange(oldObj, newObj); c != unchanged {
+				if o, ok := newObj.(metav1.Object); ok {
+					m.notifyChange(Key{family, o.GetNamespace(), o.GetName()}, c)
+				}
 			}
 		},
 		DeleteFunc: notify,
 	}
+}
+
+// enqueueChange is what a Volcano PodGroup's update changes of its gang's
+// usage through its phase: entering Inqueue reserves (usageChange),
+// leaving it gives back (releaseChange).
+func enqueueChange(oldObj, newObj any) change {
+	o, okOld := oldObj.(*vcv1beta1.PodGroup)
+	n, okNew := newObj.(*vcv1beta1.PodGroup)
+	if !okOld || !okNew {
+		return unchanged
+	}
+	was, is := o.Status.Phase == vcv1beta1.PodGroupInqueue, n.Status.Phase == vcv1beta1.PodGroupInqueue
+	switch {
+	case is && !was:
+		return usageChange
+	case was && !is:
+		return releaseChange
+	}
+	return unchanged
 }
 
 // SpecChanged reports whether a PodGroup update may change what its gang

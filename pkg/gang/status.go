@@ -55,6 +55,10 @@ type Status struct {
 	// Priority is the gang's: its PodGroup's priority class, else the
 	// highest priority among the live members.
 	Priority int32
+	// Enqueued says that the gang's PodGroup is Volcano's and Inqueue: it
+	// was enqueued, often before any member existed, and its queue holds
+	// its minResources for the members to come (see queue.Reserved).
+	Enqueued bool
 }
 
 // Started reports whether at least minMember members are bound.
@@ -222,6 +226,11 @@ func (m *Manager) statusLocked(key Key, g *group) Status {
 	}
 	if s.Waiting == "" {
 		s.Waiting = g.note
+	}
+	if key.Family == FamilyVolcano {
+		if pg := lookup[*vcv1beta1.PodGroup](m.vcStore, key); pg != nil {
+			s.Enqueued = pg.Status.Phase == vcv1beta1.PodGroupInqueue
+		}
 	}
 	return s
 }

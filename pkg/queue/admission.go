@@ -72,11 +72,12 @@ func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
 // WouldAdmit says whether a gang of that namespace and queue ("" for the
 // default queue) with minimum min may be enqueued now, recording nothing:
 // Volcano's enqueue of a PodGroup whose pods do not exist yet. Its queue's
-// realCapability bounds it, as in Volcano, not its share, nor the
-// overcommit bound: a queue's share counts only the pods that exist, and a
-// job whose pods wait for its enqueue would never get one on a busy
-// cluster. Its pods are admitted when they are tried, as any gang's,
-// against the share, reclaiming for it.
+// realCapability bounds it, as in Volcano, counting what the gangs
+// enqueued before hold (Reserved); not its share, nor the overcommit
+// bound: a queue's share counts only the pods that exist, and a job whose
+// pods wait for its enqueue would never get one on a busy cluster. Its
+// pods are admitted when they are tried, as any gang's, against the share,
+// reclaiming for it.
 func (s *State) WouldAdmit(snap *Snapshot, namespace, queue string, min Vector) (bool, string) {
 	if queue == "" {
 		queue = v1alpha1.DefaultQueue
@@ -107,7 +108,7 @@ func (s *State) admissible(snap *Snapshot, namespace, queue string, min Vector, 
 		return false, why
 	}
 	if enqueue {
-		// Nothing is reserved, so nothing is overcommitted either.
+		// What it reserves is bounded by its queue alone (see WouldAdmit).
 		why := overCeiling(chain, min, func(f *Figures) Vector { return f.RealCapability }, "realCapability")
 		return why == "", why
 	}

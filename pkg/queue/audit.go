@@ -93,6 +93,9 @@ func (s *State) auditQueues(d *Drift) {
 	for _, k := range s.gangs.Keys() {
 		keys[k] = true
 	}
+	for _, k := range s.gangs.VolcanoKeys() {
+		keys[k] = true
+	}
 	for k := range s.contrib {
 		keys[k] = true
 	}
@@ -100,12 +103,13 @@ func (s *State) auditQueues(d *Drift) {
 	for key := range keys {
 		st := s.gangs.Status(key)
 		var fresh contribution
-		if st.Members > 0 {
+		counts := st.Members > 0 || Reserved(&st) != nil
+		if counts {
 			g := &GangFigures{MinResources: FromList(st.MinResources), Allocated: FromList(st.Allocated), Admitted: s.admitted[key] || st.Placed > 0}
 			fresh = contributionOf(&st, s.queueOf(&st), g)
 		}
 		old, had := s.contrib[key]
-		if had == (st.Members > 0) && (!had || old.equal(fresh)) {
+		if had == counts && (!had || old.equal(fresh)) {
 			continue
 		}
 		differ[key] = fresh

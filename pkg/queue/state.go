@@ -170,9 +170,21 @@ func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues mus
 	for _, k := range gangs.Keys() {
 		s.dirty[k] = true
 	}
+	for _, k := range gangs.VolcanoKeys() {
+		s.dirty[k] = true // enqueued, with no member yet (Reserved)
+	}
 	s.mu.Unlock()
 	s.Refresh()
 	return s, nil
+}
+
+// Account takes the gang's state in now, rather than at the next Refresh
+// after its event: the next Refresh's snapshot counts it.
+func (s *State) Account(key gang.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refreshGang(key)
+	delete(s.dirty, key)
 }
 
 func (s *State) markDirty(key gang.Key) {
@@ -310,7 +322,7 @@ func (s *State) Refresh() *Snapshot {
 func (s *State) refreshGang(key gang.Key) {
 	old, had := s.contrib[key]
 	st := s.gangs.Status(key)
-	if st.Members == 0 {
+	if st.Members == 0 && Reserved(&st) == nil {
 		if had {
 			s.apply(old, -1)
 			delete(s.contrib, key)
@@ -372,10 +384,26 @@ func contributionOf(st *gang.Status, q string, g *GangFigures) contribution {
 		// with none (they were deleted) holds nothing for them.
 		c.inqueue = positive(g.MinResources, g.Allocated)
 	}
+	if r := Reserved(st); r != nil {
+		c.inqueue = r
+	}
 	if st.Started() {
 		c.elastic = positive(g.Allocated, g.MinResources)
 	}
 	return c
+}
+
+// Reserved is what the queue of an enqueued gang (gang.Status.Enqueued)
+// holds for the members still to come, as Volcano's enqueue reserves it:
+// the minResources its PodGroup gives, less what it has placed, until
+// minMember members exist. Then the gang is admitted as any other, for
+// one placement attempt at a time, and holds nothing between them. nil
+// when nothing is held.
+func Reserved(st *gang.Status) Vector {
+	if !st.Enqueued || st.Live >= st.Spec.MinMember || st.Started() {
+		return nil
+	}
+	return positive(FromList(st.Spec.MinResources), FromList(st.Allocated))
 }
 
 func (c contribution) equal(o contribution) bool {

@@ -60,6 +60,10 @@ func newEnvContext(t testing.TB, ctx context.Context) *env {
 		// No namespace controller runs: delete the pods themselves, at once.
 		_ = cluster.Client.CoreV1().Pods(e.ns).DeleteCollection(context.Background(),
 			metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+		// An enqueued Volcano PodGroup holds room in its queue, whose
+		// name (cluster-wide) a later case may use again.
+		_ = volcanoClient(t).SchedulingV1beta1().PodGroups(e.ns).DeleteCollection(context.Background(),
+			metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
 	return e
 }

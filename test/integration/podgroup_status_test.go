@@ -247,7 +247,7 @@ func podGroupKinds(t *testing.T) []podGroupKind {
 			return v
 		},
 		invalidReason: vcv1beta1.NotEnoughPodsReason, unschedulableReason: vcv1beta1.NotEnoughResourcesReason,
-		placedCondition: true,
+		placedCondition: true, podGroupEvents: true,
 	}
 	volcano.phases.tooFew, volcano.phases.unschedulable = "Pending", "Inqueue"
 	volcano.phases.running, volcano.phases.completed = "Running", "Completed"

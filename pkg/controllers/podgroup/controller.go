@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -53,9 +54,9 @@ type Controller struct {
 	// admitted says whether a gang's queue admitted it; nil when no queue
 	// policy is on (every valid gang counts as admitted).
 	admitted func(gang.Key) bool
-	// enqueueGroup decides the enqueue of a Volcano PodGroup with no pod
-	// yet (WithEnqueue); nil: every such PodGroup is Inqueue.
-	enqueueGroup Enqueue
+	// enqueuer decides the enqueue of a Volcano PodGroup with no pod yet
+	// (WithEnqueue); nil: every such PodGroup is Inqueue.
+	enqueuer Enqueuer
 
 	mu sync.Mutex
 	// queue exists while the controller runs (while it leads).
@@ -298,7 +299,8 @@ func waitingReason(s *gang.Status) (reason, msg string) {
 }
 
 // announce records a Warning Event when the reason a gang waits changes:
-// on the PodGroup for Muster PodGroups, on the pending members otherwise.
+// on the PodGroup for Muster's and Volcano's PodGroups (vc-scheduler
+// records its own there), on the pending members otherwise.
 func (c *Controller) announce(ctx context.Context, key gang.Key, s *gang.Status) {
 	reason, msg := waitingReason(s)
 	c.mu.Lock()
@@ -315,11 +317,9 @@ func (c *Controller) announce(ctx context.Context, key gang.Key, s *gang.Status)
 		return
 	}
 	klog.FromContext(ctx).V(2).Info("Gang waits", "gang", key, "reason", reason, "message", msg)
-	if key.Family == gang.FamilyMuster {
-		if pg, err := c.lister.PodGroups(key.Namespace).Get(key.Name); err == nil {
-			c.recorder.Eventf(pg, nil, v1.EventTypeWarning, reason, "Schedule", "%s", msg)
-			return
-		}
+	if pg := c.eventObject(key); pg != nil {
+		c.recorder.Eventf(pg, nil, v1.EventTypeWarning, reason, "Schedule", "%s", msg)
+		return
 	}
 	pending := c.manager.PendingMembers(key)
 	if len(pending) > maxMemberEvents {
@@ -328,4 +328,20 @@ func (c *Controller) announce(ctx context.Context, key gang.Key, s *gang.Status)
 	for _, p := range pending {
 		c.recorder.Eventf(p, nil, v1.EventTypeWarning, "Gang"+reason, "Schedule", "gang %s: %s", key.Name, msg)
 	}
+}
+
+// eventObject is the PodGroup that the gang's Events are about: Muster's
+// or Volcano's; nil for other gangs, whose members get them.
+func (c *Controller) eventObject(key gang.Key) runtime.Object {
+	switch key.Family {
+	case gang.FamilyMuster:
+		if pg, err := c.lister.PodGroups(key.Namespace).Get(key.Name); err == nil {
+			return pg
+		}
+	case gang.FamilyVolcano:
+		if pg := c.manager.VolcanoPodGroup(key); pg != nil {
+			return pg
+		}
+	}
+	return nil
 }

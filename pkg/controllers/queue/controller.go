@@ -133,13 +133,34 @@ func (c *Controller) phaseCounts(snap *queue.Snapshot) map[string]map[v1alpha1.P
 				phase = v1alpha1.PodGroupPending
 			}
 		}
-		q := snap.QueueOf(&st)
-		if out[q] == nil {
-			out[q] = map[v1alpha1.PodGroupPhase]int32{}
+		if phase == v1alpha1.PodGroupPending && st.Enqueued {
+			phase = v1alpha1.PodGroupInqueue // its members are still coming
 		}
-		out[q][phase]++
+		count(out, snap.QueueOf(&st), phase)
+	}
+	// Volcano PodGroups with no pod: enqueued or waiting for it, or done
+	// with their pods gone; their phase is what Muster wrote.
+	for _, key := range c.gangs.VolcanoKeys() {
+		pg := c.gangs.VolcanoPodGroup(key)
+		if pg == nil || pg.Spec.MinMember == 0 {
+			continue
+		}
+		if st := c.gangs.Status(key); st.Members == 0 {
+			phase := v1alpha1.PodGroupPhase(pg.Status.Phase)
+			if phase == "" {
+				phase = v1alpha1.PodGroupPending
+			}
+			count(out, snap.QueueOf(&st), phase)
+		}
 	}
 	return out
+}
+
+func count(out map[string]map[v1alpha1.PodGroupPhase]int32, q string, phase v1alpha1.PodGroupPhase) {
+	if out[q] == nil {
+		out[q] = map[v1alpha1.PodGroupPhase]int32{}
+	}
+	out[q][phase]++
 }
 
 func desiredStatus(q *v1alpha1.Queue, f *queue.Figures, counts map[v1alpha1.PodGroupPhase]int32) v1alpha1.QueueStatus {
