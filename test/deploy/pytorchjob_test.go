@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -174,24 +175,30 @@ func (j pytorchWorkload) create(name string, workers int64, cpu string) {
 }
 
 // delete deletes a PyTorchJob and what it owns, as the garbage collector
-// would (none runs here), and waits until its pods are gone.
+// would (none runs here), until they stay gone: a reconcile of the
+// operator's under way when the job went may create its PodGroup or pods
+// again, and an enqueued PodGroup holds room in its queue.
 func (j pytorchWorkload) delete(name string) {
 	j.t.Helper()
 	if err := j.dyn.Resource(pytorchJobs).Namespace(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
 		j.t.Fatal(err)
 	}
-	if err := j.dyn.Resource(volcanoPodGroups).Namespace(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
-		j.t.Fatal(err)
-	}
 	selector := metav1.ListOptions{LabelSelector: jobLabel + "=" + name}
-	if err := cluster.Client.CoreV1().Pods(j.ns).DeleteCollection(j.ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, selector); err != nil {
-		j.t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return len(j.pods(name)) == 0, nil
+	gone := 0
+	err := wait.PollUntilContextTimeout(j.ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := j.getPodGroup(ctx, name)
+		if apierrors.IsNotFound(err) && len(j.pods(name)) == 0 {
+			gone++
+			return gone == 2, nil
+		}
+		gone = 0
+		if err := j.dyn.Resource(volcanoPodGroups).Namespace(j.ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		return false, cluster.Client.CoreV1().Pods(j.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, selector)
 	})
 	if err != nil {
-		j.t.Fatalf("job %s: %d pods left 30s after their deletion", name, len(j.pods(name)))
+		j.t.Fatalf("job %s: its PodGroup or %d pods left 30s after their deletion: %v", name, len(j.pods(name)), err)
 	}
 }
 
