@@ -37,41 +37,43 @@ func TestIdleRoomIsLent(t *testing.T) {
 			requests: map[v1.ResourceName]string{v1.ResourceCPU: "100m", simulator.GPUResource: "1"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.nodes("n", tt.nodes, tt.shape)
-			for _, q := range []string{"qa", "qb", "qc"} {
-				e.queue(q, v1alpha1.QueueSpec{Weight: 1})
-			}
-			pods := func(q string) {
-				for i := range 16 {
-					p := e.pod(fmt.Sprintf("%s-%d", q, i), tt.requests)
-					p.Labels = map[string]string{v1alpha1.LabelQueue: q}
-					e.create(p)
-				}
-			}
-			pods("qa")
-			pods("qb")
-			e.startScheduler(gangConfig(t))
-			e.waitUse(tt.resource, 16, func(use map[string]int64) bool { return use["qa"] == 8 && use["qb"] == 8 }, 20*time.Second)
-
-			start := time.Now()
-			pods("qc")
-			use := e.waitUse(tt.resource, 16, func(use map[string]int64) bool {
+	for _, kind := range queueKinds {
+		for _, tt := range tests {
+			t.Run(kind+"/"+tt.name, func(t *testing.T) {
+				e := newEnv(t)
+				e.nodes("n", tt.nodes, tt.shape)
 				for _, q := range []string{"qa", "qb", "qc"} {
-					if use[q] != 5 && use[q] != 6 {
-						return false
+					e.queueOf(kind, q, v1alpha1.QueueSpec{Weight: 1})
+				}
+				pods := func(q string) {
+					for i := range 16 {
+						p := e.pod(fmt.Sprintf("%s-%d", q, i), tt.requests)
+						p.Labels = map[string]string{v1alpha1.LabelQueue: q}
+						e.create(p)
 					}
 				}
-				return true
-			}, 5*time.Second) // at once, not on a periodic flush
-			t.Logf("16 of 16 %s in use %v after qc's pods were created: %v", tt.resource, time.Since(start).Round(time.Millisecond), use)
-			// And it stays: no queue takes the lent unit back and forth.
-			if got := e.useFor(tt.resource, 3*time.Second); !equalUse(got, use) {
-				t.Errorf("use moved after it settled: %v, then %v", use, got)
-			}
-		})
+				pods("qa")
+				pods("qb")
+				e.startScheduler(configFor(t, kind))
+				e.waitUse(tt.resource, 16, func(use map[string]int64) bool { return use["qa"] == 8 && use["qb"] == 8 }, 20*time.Second)
+
+				start := time.Now()
+				pods("qc")
+				use := e.waitUse(tt.resource, 16, func(use map[string]int64) bool {
+					for _, q := range []string{"qa", "qb", "qc"} {
+						if use[q] != 5 && use[q] != 6 {
+							return false
+						}
+					}
+					return true
+				}, 5*time.Second) // at once, not on a periodic flush
+				t.Logf("16 of 16 %s in use %v after qc's pods were created: %v", tt.resource, time.Since(start).Round(time.Millisecond), use)
+				// And it stays: no queue takes the lent unit back and forth.
+				if got := e.useFor(tt.resource, 3*time.Second); !equalUse(got, use) {
+					t.Errorf("use moved after it settled: %v, then %v", use, got)
+				}
+			})
+		}
 	}
 }
 
@@ -146,33 +148,30 @@ func equalUse(a, b map[string]int64) bool {
 // 2 it deserves 8, and reclaim takes back what the others hold above their
 // new shares of 4, lent cpu included: 4, 4 and 8, and it stays so.
 func TestLentRoomIsTakenBack(t *testing.T) {
-	e := newEnv(t)
-	e.nodes("n", 4, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
-	for _, q := range []string{"qa", "qb", "qc"} {
-		e.queue(q, v1alpha1.QueueSpec{Weight: 1})
-		for i := range 16 {
-			p := e.pod(fmt.Sprintf("%s-%d", q, i), map[v1.ResourceName]string{v1.ResourceCPU: "1"})
-			p.Labels = map[string]string{v1alpha1.LabelQueue: q}
-			e.create(p)
-		}
-	}
-	e.startScheduler(gangConfig(t))
-	e.waitUse(v1.ResourceCPU, 16, func(use map[string]int64) bool {
-		return use["qa"]+use["qb"]+use["qc"] == 16 && max(use["qa"], use["qb"], use["qc"]) == 6
-	}, 20*time.Second)
+	for _, kind := range queueKinds {
+		t.Run(kind+"/by reclaim, when a weight grows", func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 4, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+			for _, q := range []string{"qa", "qb", "qc"} {
+				e.queueOf(kind, q, v1alpha1.QueueSpec{Weight: 1})
+				for i := range 16 {
+					p := e.pod(fmt.Sprintf("%s-%d", q, i), map[v1.ResourceName]string{v1.ResourceCPU: "1"})
+					p.Labels = map[string]string{v1alpha1.LabelQueue: q}
+					e.create(p)
+				}
+			}
+			e.startScheduler(configFor(t, kind))
+			e.waitUse(v1.ResourceCPU, 16, func(use map[string]int64) bool {
+				return use["qa"]+use["qb"]+use["qc"] == 16 && max(use["qa"], use["qb"], use["qc"]) == 6
+			}, 20*time.Second)
 
-	q, err := cluster.Muster.SchedulingV1alpha1().Queues().Get(e.ctx, "qc", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Spec.Weight = 2
-	if _, err := cluster.Muster.SchedulingV1alpha1().Queues().Update(e.ctx, q, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	use := e.waitUse(v1.ResourceCPU, 16, func(use map[string]int64) bool {
-		return use["qa"] == 4 && use["qb"] == 4 && use["qc"] == 8
-	}, 20*time.Second)
-	if got := e.useFor(v1.ResourceCPU, 3*time.Second); !equalUse(got, use) {
-		t.Errorf("use moved after it settled: %v, then %v", use, got)
+			e.setQueueWeight(kind, "qc", 2)
+			use := e.waitUse(v1.ResourceCPU, 16, func(use map[string]int64) bool {
+				return use["qa"] == 4 && use["qb"] == 4 && use["qc"] == 8
+			}, 20*time.Second)
+			if got := e.useFor(v1.ResourceCPU, 3*time.Second); !equalUse(got, use) {
+				t.Errorf("use moved after it settled: %v, then %v", use, got)
+			}
+		})
 	}
 }

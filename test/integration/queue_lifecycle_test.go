@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/simulator"
@@ -21,71 +22,81 @@ import (
 // machine; a case that works is done in seconds.
 const lifecycleTimeout = time.Minute
 
-// TestQueueLifecycle: queues that change under running work.
+// TestQueueLifecycle: queues that change under running work, once per
+// kind of queue. Muster writes no deserved share into a Volcano Queue's
+// status: there, what the queues take shows in what binds and in the
+// allocated and per-phase figures it writes.
 func TestQueueLifecycle(t *testing.T) {
-	t.Run("a deleted queue's running gang is accounted in and limited by default", func(t *testing.T) {
-		e := newEnv(t)
-		e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
-		e.queue("q1", v1alpha1.QueueSpec{Weight: 1})
-		e.startScheduler(gangConfig(t))
-		// Without its ceiling, default deserves what its gangs ask for:
-		// the 8 cpu would take both extra members below.
-		e.capDefault(res("cpu", "5"))
-		running := e.gangOf("elastic", "q1", 2, 4, "1", nil)
-		e.waitBound(running...)
-		e.waitQueueWithin("q1", "4 cpu allocated", func(s *v1alpha1.QueueStatus) bool { return quantityIs(s.Allocated, "cpu", "4") })
+	for _, kind := range queueKinds {
+		t.Run(kind+"/a deleted queue's running gang is accounted in and limited by default", func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+			e.queueOf(kind, "q1", v1alpha1.QueueSpec{Weight: 1})
+			e.startScheduler(configFor(t, kind))
+			// Without its ceiling, default deserves what its gangs ask for:
+			// the 8 cpu would take both extra members below.
+			e.capDefault(res("cpu", "5"))
+			running := e.gangOf("elastic", "q1", 2, 4, "1", nil)
+			e.waitBound(running...)
+			e.waitAllocated(kind, "q1", "4")
 
-		if err := cluster.Muster.SchedulingV1alpha1().Queues().Delete(e.ctx, "q1", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e.waitQueueWithin(v1alpha1.DefaultQueue, "the gang's 4 cpu allocated", func(s *v1alpha1.QueueStatus) bool {
-			return quantityIs(s.Allocated, "cpu", "4")
-		})
+			e.deleteQueue(kind, "q1")
+			// default is a Muster Queue, whichever kind q1 was.
+			e.waitAllocated(musterQueue, v1alpha1.DefaultQueue, "4")
 
-		// Two extra members: default's ceiling (5) takes one.
-		labels := map[string]string{v1alpha1.LabelPodGroup: "elastic", v1alpha1.LabelQueue: "q1"}
-		extra := []string{"elastic-4", "elastic-5"}
-		for _, name := range extra {
-			e.create(e.member(name, "1", labels))
-		}
-		refused := e.waitOneRefused(extra, "queue default: cpu 5/5 deserved, needs 1 more")
-		e.waitQueueWithin(v1alpha1.DefaultQueue, "5 cpu allocated", func(s *v1alpha1.QueueStatus) bool {
-			return quantityIs(s.Allocated, "cpu", "5")
-		})
-		e.staysUnbound(2*time.Second, refused)
-		bound := e.bound()
-		for _, name := range running {
-			if bound[name] == "" {
-				t.Errorf("member %s of the running gang is no longer bound (bound: %v)", name, bound)
+			// Two extra members: default's ceiling (5) takes one.
+			labels := map[string]string{v1alpha1.LabelPodGroup: "elastic", v1alpha1.LabelQueue: "q1"}
+			extra := []string{"elastic-4", "elastic-5"}
+			for _, name := range extra {
+				e.create(e.member(name, "1", labels))
 			}
-		}
-	})
-
-	t.Run("closed and orphan queues take no share", func(t *testing.T) {
-		e := newEnv(t)
-		e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
-		e.queue("closed", v1alpha1.QueueSpec{Weight: 1, State: v1alpha1.QueueClosed})
-		e.queue("orphan", v1alpha1.QueueSpec{Weight: 1, Parent: "missing"})
-		e.queue("open", v1alpha1.QueueSpec{Weight: 1})
-		// Work waits in the queues that cannot admit it, asking for the
-		// whole cluster each.
-		e.queuePods("closed", 8, "1")
-		e.queuePods("orphan", 8, "1")
-		// A gang that starts only with the whole cluster: a third of it
-		// each, as the weights alone would give, does not admit it.
-		open := e.gangOf("whole", "open", 8, 8, "1", nil)
-		e.startScheduler(gangConfig(t))
-
-		e.waitBoundWithin(lifecycleTimeout, open...)
-		e.waitQueueWithin("open", "deserved all 8 cpu", func(s *v1alpha1.QueueStatus) bool {
-			return quantityIs(s.Deserved, "cpu", "8") && quantityIs(s.Allocated, "cpu", "8")
+			refused := e.waitOneRefused(extra, "queue default: cpu 5/5 deserved, needs 1 more")
+			e.waitAllocated(musterQueue, v1alpha1.DefaultQueue, "5")
+			e.staysUnbound(2*time.Second, refused)
+			bound := e.bound()
+			for _, name := range running {
+				if bound[name] == "" {
+					t.Errorf("member %s of the running gang is no longer bound (bound: %v)", name, bound)
+				}
+			}
 		})
-		for _, name := range []string{"closed", "orphan"} {
-			e.waitQueueWithin(name, "deserved nothing", func(s *v1alpha1.QueueStatus) bool {
-				return quantityIs(s.Deserved, "cpu", "0") && s.Allocated.Cpu().IsZero()
+
+		t.Run(kind+"/closed and orphan queues take no share", func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 2, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+			e.queueOf(kind, "closed", v1alpha1.QueueSpec{Weight: 1, State: v1alpha1.QueueClosed})
+			e.queueOf(kind, "orphan", v1alpha1.QueueSpec{Weight: 1, Parent: "missing"})
+			e.queueOf(kind, "open", v1alpha1.QueueSpec{Weight: 1})
+			// Work waits in the queues that cannot admit it, asking for the
+			// whole cluster each.
+			e.queuePods("closed", 8, "1")
+			e.queuePods("orphan", 8, "1")
+			// A gang that starts only with the whole cluster: a third of it
+			// each, as the weights alone would give, does not admit it.
+			open := e.gangOf("whole", "open", 8, 8, "1", nil)
+			e.startScheduler(configFor(t, kind))
+
+			e.waitBoundWithin(lifecycleTimeout, open...)
+			e.waitAllocated(kind, "open", "8")
+			if kind == volcanoQueue {
+				// Each of their pods is a gang of one, waiting.
+				for _, name := range []string{"closed", "orphan"} {
+					e.waitVolcanoQueue(name, "8 gangs pending, nothing allocated", func(s *vcv1beta1.QueueStatus) bool {
+						return s.Pending == 8 && s.Running == 0 && s.Allocated.Cpu().IsZero()
+					})
+				}
+				return
+			}
+			e.waitQueueWithin("open", "deserved all 8 cpu", func(s *v1alpha1.QueueStatus) bool {
+				return quantityIs(s.Deserved, "cpu", "8")
 			})
-		}
-	})
+			for _, name := range []string{"closed", "orphan"} {
+				e.waitQueueWithin(name, "deserved nothing", func(s *v1alpha1.QueueStatus) bool {
+					return quantityIs(s.Deserved, "cpu", "0") && s.Allocated.Cpu().IsZero()
+				})
+			}
+		})
+	}
 }
 
 // capDefault sets the default queue's capability for the case; its spec

@@ -135,37 +135,90 @@ func TestProportionShares(t *testing.T) {
 	}
 }
 
+// TestQueuePoliciesAreAlternatives: Proportion and Capacity together are
+// refused at start-up: in one profile, and across the two profiles of
+// config/volcano.yaml, which share one queue state. (No queue is read
+// before the refusal: there is no kind of queue to vary.)
 func TestQueuePoliciesAreAlternatives(t *testing.T) {
-	e := newEnv(t)
-	config := stockConfig + `profiles:
+	volcano := volcanoConfig(t)
+	at := strings.Index(volcano, "- schedulerName: volcano")
+	if at < 0 {
+		t.Fatal("config/volcano.yaml has no profile volcano")
+	}
+	tests := []struct {
+		name, config string
+	}{
+		{
+			name: "in one profile",
+			config: stockConfig + `profiles:
 - schedulerName: default-scheduler
   plugins:
     multiPoint:
       enabled: [{name: Proportion}, {name: Capacity}, {name: Gang}]
       disabled: [{name: PrioritySort}]
-`
-	s, err := simulator.StartScheduler(e.ctx, kubeconfig, []byte(config))
-	if err == nil {
-		s.Stop()
-		t.Fatal("a scheduler with both Proportion and Capacity started")
+`,
+		},
+		{
+			name:   "Capacity in the volcano profile, Proportion in the other",
+			config: volcano[:at] + strings.ReplaceAll(volcano[at:], "name: Proportion", "name: Capacity"),
+		},
 	}
-	if want := "the Proportion and Capacity plugins are alternatives: enable one of them"; !strings.Contains(err.Error(), want) {
-		t.Fatalf("refused with %v, want a message containing %q", err, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			s, err := simulator.StartScheduler(e.ctx, kubeconfig, []byte(tt.config))
+			if err == nil {
+				s.Stop()
+				t.Fatal("a scheduler with both Proportion and Capacity started")
+			}
+			if want := "the Proportion and Capacity plugins are alternatives: enable one of them"; !strings.Contains(err.Error(), want) {
+				t.Fatalf("refused with %v, want a message containing %q", err, want)
+			}
+		})
 	}
 }
 
+// TestCapacityDeserved: under Capacity, a queue's deserved share and its
+// capability come from its spec, whichever kind of Queue it is.
 func TestCapacityDeserved(t *testing.T) {
-	e := newEnv(t)
-	e.nodes("n", 6, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
-	e.queue("qa", v1alpha1.QueueSpec{Deserved: res("cpu", "20"), Capability: res("cpu", "20")})
-	e.queue("qb", v1alpha1.QueueSpec{Deserved: res("cpu", "40"), Capability: res("cpu", "40")})
-	e.startScheduler(readConfig(t, "capacity.yaml"))
-	e.queuePods("qa", 40, "1")
-	e.queuePods("qb", 40, "1")
-	e.waitShares(map[string]float64{"qa": 20, "qb": 40}, 0)
-	e.waitQueue("qa", func(s *v1alpha1.QueueStatus) bool {
-		return quantityIs(s.Deserved, "cpu", "20") && quantityIs(s.Allocated, "cpu", "20") && s.State == v1alpha1.QueueOpen
-	})
+	for _, kind := range queueKinds {
+		t.Run(kind+"/deserved and capability from the spec", func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 6, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+			e.queueOf(kind, "qa", v1alpha1.QueueSpec{Deserved: res("cpu", "20"), Capability: res("cpu", "20")})
+			e.queueOf(kind, "qb", v1alpha1.QueueSpec{Deserved: res("cpu", "40"), Capability: res("cpu", "40")})
+			e.startScheduler(capacityConfigFor(t, kind))
+			e.queuePods("qa", 40, "1")
+			e.queuePods("qb", 40, "1")
+			e.waitShares(map[string]float64{"qa": 20, "qb": 40}, 0)
+			if kind == volcanoQueue {
+				// Volcano's status has no deserved, and its state is
+				// Volcano's queue controller's.
+				e.waitVolcanoQueue("qa", "20 cpu allocated, its state unset", func(s *vcv1beta1.QueueStatus) bool {
+					return quantityIs(s.Allocated, "cpu", "20") && s.State == ""
+				})
+				return
+			}
+			e.waitQueue("qa", func(s *v1alpha1.QueueStatus) bool {
+				return quantityIs(s.Deserved, "cpu", "20") && quantityIs(s.Allocated, "cpu", "20") && s.State == v1alpha1.QueueOpen
+			})
+		})
+		// With no capability, each queue may place up to the whole
+		// cluster: qb fills it, and qa, arriving late, reclaims up to its
+		// deserved share. (Above, capability equals deserved: either one
+		// alone gives those shares.)
+		t.Run(kind+"/reclaim works back to deserved", func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 6, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+			e.queueOf(kind, "qa", v1alpha1.QueueSpec{Deserved: res("cpu", "40")})
+			e.queueOf(kind, "qb", v1alpha1.QueueSpec{Deserved: res("cpu", "20")})
+			e.startScheduler(capacityConfigFor(t, kind))
+			e.queuePods("qb", 60, "1")
+			e.waitShares(map[string]float64{"qb": 60}, 0)
+			e.queuePods("qa", 60, "1")
+			e.waitShares(map[string]float64{"qa": 40, "qb": 20}, 0)
+		})
+	}
 }
 
 func quantityIs(l v1.ResourceList, name v1.ResourceName, want string) bool {
@@ -268,21 +321,32 @@ func TestAdmission(t *testing.T) {
 }
 
 func TestHierarchy(t *testing.T) {
-	e := newEnv(t)
-	e.nodes("n", 8, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
-	e.queue("org", v1alpha1.QueueSpec{Weight: 1})
-	e.queue("other", v1alpha1.QueueSpec{Weight: 1})
-	e.queue("small", v1alpha1.QueueSpec{Weight: 1, Parent: "org"})
-	e.queue("large", v1alpha1.QueueSpec{Weight: 3, Parent: "org"})
-	for _, q := range []string{"other", "small", "large"} {
-		e.queuePods(q, 80, "1")
+	for _, kind := range queueKinds {
+		t.Run(kind+"/children share their parent's share", func(t *testing.T) {
+			e := newEnv(t)
+			e.nodes("n", 8, simulator.NodeShape{CPU: "10", Memory: "64Gi"})
+			e.queueOf(kind, "org", v1alpha1.QueueSpec{Weight: 1})
+			e.queueOf(kind, "other", v1alpha1.QueueSpec{Weight: 1})
+			e.queueOf(kind, "small", v1alpha1.QueueSpec{Weight: 1, Parent: "org"})
+			e.queueOf(kind, "large", v1alpha1.QueueSpec{Weight: 3, Parent: "org"})
+			for _, q := range []string{"other", "small", "large"} {
+				e.queuePods(q, 80, "1")
+			}
+			e.startScheduler(configFor(t, kind))
+			// 80 cpu: org and other 40 each; org's 40 go 1:3 to its children.
+			e.waitShares(map[string]float64{"other": 40, "small": 10, "large": 30}, 1.6)
+			if kind == volcanoQueue {
+				// What its children hold; Volcano's status has no deserved.
+				e.waitVolcanoQueue("org", "its children's 40 cpu allocated", func(s *vcv1beta1.QueueStatus) bool {
+					return quantityIs(s.Allocated, "cpu", "40")
+				})
+				return
+			}
+			e.waitQueue("org", func(s *v1alpha1.QueueStatus) bool {
+				return quantityIs(s.Deserved, "cpu", "40") && quantityIs(s.Allocated, "cpu", "40")
+			})
+		})
 	}
-	e.startScheduler(gangConfig(t))
-	// 80 cpu: org and other 40 each; org's 40 go 1:3 to its children.
-	e.waitShares(map[string]float64{"other": 40, "small": 10, "large": 30}, 1.6)
-	e.waitQueue("org", func(s *v1alpha1.QueueStatus) bool {
-		return quantityIs(s.Deserved, "cpu", "40") && quantityIs(s.Allocated, "cpu", "40")
-	})
 }
 
 // TestQueueFiguresSurviveRestart compares every queue's status figures
@@ -342,103 +406,39 @@ func TestQueueFiguresSurviveRestart(t *testing.T) {
 // only one job's task fits: the scheduler is work-conserving and gives
 // such a fragment to whichever job fits it.)
 func TestDRF(t *testing.T) {
-	e := newEnv(t)
-	e.nodes("n", 1, simulator.NodeShape{CPU: "32", Memory: "128Gi"})
-	e.queue("q", v1alpha1.QueueSpec{Weight: 1})
-	withMemory := func(mem string) func(*v1.Pod) {
-		return func(p *v1.Pod) {
-			p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse(mem)
-		}
-	}
-	// A task of cpu-heavy takes 2/32 of the cpu (its dominant share), one
-	// of memory-heavy 4/128 of the memory: fair is twice as many
-	// memory-heavy tasks.
-	cpuHeavy := e.gangOf("cpu-heavy", "q", 1, 20, "2", withMemory("1Gi"))
-	memHeavy := e.gangOf("mem-heavy", "q", 1, 40, "1", withMemory("4Gi"))
-	e.startScheduler(gangConfig(t))
-
-	bound := e.waitSettled(2 * time.Second)
-	a, b := count(bound, cpuHeavy), count(bound, memHeavy)
-	shareA, shareB := float64(2*a)/32, float64(4*b)/128
-	t.Logf("cpu-heavy: %d pods bound, dominant share %.3f; mem-heavy: %d pods, %.3f", a, shareA, b, shareB)
-	if 2*a+b < 31 {
-		t.Fatalf("the cluster is not full: %d of 32 cpu bound", 2*a+b)
-	}
-	// Equal within one task is what DRF gives; first come, first served
-	// ends 1.0 against 0.
-	if math.Abs(shareA-shareB) > 2.0/32+1e-9 {
-		t.Errorf("dominant shares differ by more than one task: cpu-heavy %.3f, mem-heavy %.3f", shareA, shareB)
-	}
-}
-
-// TestDRFPreemption: one queue, a cpu-heavy job holds the whole node when
-// a memory-heavy job of the same priority arrives. With drfPreemption the
-// memory-heavy job evicts cpu-heavy members until the dominant shares are
-// equal within one task, and then nothing more (the victim's share after
-// an eviction must stay above the preemptor's: no preemption back); it
-// never takes a job below its minMember. Without it, nothing is evicted.
-func TestDRFPreemption(t *testing.T) {
-	withMemory := func(mem string) func(*v1.Pod) {
-		return func(p *v1.Pod) {
-			p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse(mem)
-		}
-	}
-	for _, drf := range []bool{true, false} {
-		t.Run(fmt.Sprintf("drfPreemption=%v", drf), func(t *testing.T) {
+	for _, kind := range queueKinds {
+		t.Run(kind+"/equal dominant shares", func(t *testing.T) {
 			e := newEnv(t)
 			e.nodes("n", 1, simulator.NodeShape{CPU: "32", Memory: "128Gi"})
-			e.queue("q", v1alpha1.QueueSpec{Weight: 1})
-			cpuHeavy := e.gangOf("cpu-heavy", "q", 2, 20, "2", withMemory("1Gi"))
-			e.startScheduler(gangConfig(t) + fmt.Sprintf(`
-  pluginConfig:
-  - name: Proportion
-    args:
-      drfPreemption: %v
-`, drf))
-			e.waitSettled(time.Second)
-			if n := count(e.bound(), cpuHeavy); n != 16 {
-				t.Fatalf("cpu-heavy has %d pods bound before mem-heavy arrives, want 16 (the whole node)", n)
-			}
+			e.queueOf(kind, "q", v1alpha1.QueueSpec{Weight: 1})
+			// A task of cpu-heavy takes 2/32 of the cpu (its dominant
+			// share), one of memory-heavy 4/128 of the memory: fair is
+			// twice as many memory-heavy tasks.
+			cpuHeavy := e.gangOf("cpu-heavy", "q", 1, 20, "2", withMemory("1Gi"))
 			memHeavy := e.gangOf("mem-heavy", "q", 1, 40, "1", withMemory("4Gi"))
+			e.startScheduler(configFor(t, kind))
+
 			bound := e.waitSettled(2 * time.Second)
 			a, b := count(bound, cpuHeavy), count(bound, memHeavy)
-			left := e.podNames()
-			evictedA, evictedB := missing(left, cpuHeavy), missing(left, memHeavy)
 			shareA, shareB := float64(2*a)/32, float64(4*b)/128
-			t.Logf("cpu-heavy: %d bound (%.3f), %d evicted; mem-heavy: %d bound (%.3f), %d evicted", a, shareA, evictedA, b, shareB, evictedB)
-			if evictedB > 0 {
-				t.Errorf("%d mem-heavy pods evicted: the preemptor must never be preempted back", evictedB)
+			t.Logf("cpu-heavy: %d pods bound, dominant share %.3f; mem-heavy: %d pods, %.3f", a, shareA, b, shareB)
+			if 2*a+b < 31 {
+				t.Fatalf("the cluster is not full: %d of 32 cpu bound", 2*a+b)
 			}
-			if !drf {
-				if evictedA > 0 || b > 0 {
-					t.Errorf("without drfPreemption: %d cpu-heavy pods evicted, %d mem-heavy bound; want none", evictedA, b)
-				}
-				return
-			}
-			if a < 2 {
-				t.Errorf("cpu-heavy left with %d pods, below its minMember 2", a)
-			}
+			// Equal within one task is what DRF gives; first come, first
+			// served ends 1.0 against 0.
 			if math.Abs(shareA-shareB) > 2.0/32+1e-9 {
 				t.Errorf("dominant shares differ by more than one task: cpu-heavy %.3f, mem-heavy %.3f", shareA, shareB)
 			}
-			// Each eviction freed room mem-heavy used: 2 cpu for 2 pods.
-			if want := (b + 1) / 2; evictedA > want {
-				t.Errorf("%d cpu-heavy pods evicted for %d mem-heavy pods; at most %d needed", evictedA, b, want)
-			}
-			e.waitEvent("cpu-heavy", "Preempted", "to even dominant shares (DRF) with gang "+e.ns+"/mem-heavy")
 		})
 	}
 }
 
-// missing counts the names that are not in left.
-func missing(left map[string]bool, names []string) int {
-	n := 0
-	for _, name := range names {
-		if !left[name] {
-			n++
-		}
+// withMemory makes a pod request mem too.
+func withMemory(mem string) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse(mem)
 	}
-	return n
 }
 
 // waitSettled waits until the case's bound pods have not changed for quiet
