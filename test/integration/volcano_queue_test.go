@@ -149,7 +149,7 @@ func (e *env) waitRefusedBy(queue, why string) {
 func (e *env) waitVolcanoQueue(name, what string, ok func(*vcv1beta1.QueueStatus) bool) {
 	e.t.Helper()
 	vc := volcanoClient(e.t)
-	var q *vcv1beta1.Queue
+	q := &vcv1beta1.Queue{}
 	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		got, err := vc.SchedulingV1beta1().Queues().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
