@@ -53,10 +53,11 @@ func (m *Manager) trimTerminated(obj any) (any, error) {
 }
 
 // Observe takes in a pod the scheduler is about to consider. The
-// scheduler's informer may be ahead of the Manager's; its copy of the pod
-// is at least as fresh, and the pod must count in its gang and queue when
-// it is checked. The Manager's informer delivers the same or newer
-// versions after.
+// scheduler's informer may be ahead of the Manager's, and the pod must
+// count in its gang and queue when it is checked. The copy taken is the
+// informer's store's, which is at least as fresh as what either listener
+// was told: the scheduling queue's copy may also be behind the Manager's
+// (a member moved to another gang, then put back by its stale copy).
 //
 // Change listeners are told at once when the pod is new to the gang state
 // (the queue accounting must count the pod before it is checked); the
@@ -72,6 +73,9 @@ func (m *Manager) trimTerminated(obj any) (any, error) {
 // that pod back, and the Manager's informer, bringing the version
 // observed here, then sees nothing new.
 func (m *Manager) Observe(pod *v1.Pod) (key Key, invalid string, ok bool) {
+	if latest := m.latest(pod); latest != nil {
+		pod = latest
+	}
 	key, ok, c := m.upsert(pod)
 	if !ok {
 		return Key{}, "", false
@@ -90,6 +94,23 @@ func (m *Manager) Observe(pod *v1.Pod) (key Key, invalid string, ok bool) {
 		go m.wake(key)
 	}
 	return key, invalid, true
+}
+
+// latest is the scheduler's informer's copy of the pod, nil when it has
+// none (gone, or not listed yet).
+func (m *Manager) latest(pod *v1.Pod) *v1.Pod {
+	if len(m.podStores) == 0 {
+		return nil
+	}
+	obj, exists, err := m.podStores[0].Get(pod)
+	if err != nil || !exists {
+		return nil
+	}
+	p, ok := obj.(*v1.Pod)
+	if !ok || p.UID != pod.UID {
+		return nil
+	}
+	return p
 }
 
 func (m *Manager) updatePod(obj any) {

@@ -121,15 +121,6 @@ func unbound(bound map[string]string, names []string) []string {
 func TestGangMembershipFollowsLabels(t *testing.T) {
 	for _, k := range withPodGroup(groupKinds(t)) {
 		t.Run(k.name, func(t *testing.T) {
-			if k.name == "volcano" {
-				// Known bug, 2 runs in 10: mover stays counted in b. The
-				// gang state sees the move first and wakes a's members
-				// before the scheduling queue has the moved pod; PreEnqueue
-				// observes the queue's stale copy, which puts mover back in
-				// b, and the annotation's update requeues nothing (Gang
-				// registers pod label updates only). Unskip once fixed.
-				t.Skip("a Volcano member moved between gangs may stay counted in its old gang")
-			}
 			membershipFollowsLabels(t, k)
 		})
 	}
