@@ -97,7 +97,7 @@ func (m *Manager) Observe(pod *v1.Pod) (key Key, invalid string, ok bool) {
 }
 
 // latest is the scheduler's informer's copy of the pod, nil when it has
-// none (gone, or not listed yet).
+// none of that UID.
 func (m *Manager) latest(pod *v1.Pod) *v1.Pod {
 	if len(m.podStores) == 0 {
 		return nil
@@ -106,11 +106,10 @@ func (m *Manager) latest(pod *v1.Pod) *v1.Pod {
 	if err != nil || !exists {
 		return nil
 	}
-	p, ok := obj.(*v1.Pod)
-	if !ok || p.UID != pod.UID {
-		return nil
+	if p, ok := obj.(*v1.Pod); ok && p.UID == pod.UID {
+		return p
 	}
-	return p
+	return nil
 }
 
 func (m *Manager) updatePod(obj any) {

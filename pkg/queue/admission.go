@@ -142,8 +142,9 @@ func overCeiling(chain []*Figures, min Vector, ceilingOf func(*Figures) Vector, 
 }
 
 // overcommitted checks minResources + Σ inqueue ≤ factor·allocatable − used
-// (+ lent, for a gang within its queue's deserved share). Dimensions no
-// node offers are not limited here.
+// (+ lent, for a gang within its queue's deserved share), inqueue not
+// counting what enqueued gangs reserve (Usage.Reserved), which the bound
+// does not limit either. Dimensions no node offers are not limited here.
 //
 // lent is what other reclaimable queues hold above their deserved share
 // and guarantee: reclaim gives it back to the queues that deserve it, so
@@ -162,7 +163,7 @@ func (s *State) overcommitted(queue string, min Vector, snap *Snapshot, withinDe
 		limit := int64(math.Min(s.overcommit*float64(a), math.MaxInt64/2)) - snap.Used[k] + lent[k]
 		for _, f := range snap.Queues {
 			if f.IsLeaf() {
-				limit -= f.Inqueue[k]
+				limit -= f.Inqueue[k] - f.Reserved[k]
 			}
 		}
 		return min[k] > limit

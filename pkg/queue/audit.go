@@ -126,12 +126,13 @@ func (s *State) auditQueues(d *Drift) {
 	for _, c := range s.contrib {
 		u, ok := want[c.queue]
 		if !ok {
-			u = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}}
+			u = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}, Reserved: Vector{}}
 		}
 		u.Allocated.Add(c.allocated)
 		u.Request.Add(c.request)
 		u.Inqueue.Add(c.inqueue)
 		u.Elastic.Add(c.elastic)
+		u.Reserved.Add(c.reserved)
 		want[c.queue] = u
 	}
 	names := map[string]bool{}
@@ -147,7 +148,7 @@ func (s *State) auditQueues(d *Drift) {
 		for _, f := range []struct {
 			name      string
 			want, got Vector
-		}{{"allocated", w.Allocated, got.Allocated}, {"request", w.Request, got.Request}, {"inqueue", w.Inqueue, got.Inqueue}, {"elastic", w.Elastic, got.Elastic}} {
+		}{{"allocated", w.Allocated, got.Allocated}, {"request", w.Request, got.Request}, {"inqueue", w.Inqueue, got.Inqueue}, {"elastic", w.Elastic, got.Elastic}, {"reserved", w.Reserved, got.Reserved}} {
 			if diff := difference(f.want, f.got); diff != nil {
 				d.Sums[fmt.Sprintf("queue %s %s", q, f.name)] = diff
 				countDrift(f.name, diff)
@@ -156,7 +157,7 @@ func (s *State) auditQueues(d *Drift) {
 		}
 		if drifted {
 			if w.Allocated == nil {
-				w = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}}
+				w = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}, Reserved: Vector{}}
 			}
 			s.usage[q] = w
 			s.moved[q] = true

@@ -34,13 +34,13 @@ type cluster struct {
 	used        sum
 	unmanaged   sum
 	// offNodes sums the requests of the managed pods bound to nodes that
-	// are not counted: their queues hold them, outside the total.
+	// are not counted: their queues hold them, and the total adds them.
 	offNodes sum
 	// on holds the requests of the pods bound to each node, counted or
 	// not: what the sums gain and lose when the node is.
 	on map[string]*nodePods
-	// generation counts the changes of allocatable and unmanaged, from
-	// which the queues' total is computed.
+	// generation counts the changes of allocatable, unmanaged and
+	// offNodes, from which the queues' total is computed.
 	generation uint64
 	// seen holds every node the handler took in, schedulable or not.
 	seen map[string]bool

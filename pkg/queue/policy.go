@@ -77,12 +77,16 @@ type Usage struct {
 	Request   Vector // Allocated + pending
 	Inqueue   Vector // Σ over admitted, not yet running groups of max(0, minResources − allocated)
 	Elastic   Vector // Σ over running groups of max(0, allocated − minResources)
+	// Reserved is the part of Inqueue that enqueued gangs hold for their
+	// members to come (Reserved): bounded by realCapability at enqueue,
+	// not by the overcommit bound, which it does not count in either.
+	Reserved Vector
 }
 
 // clone is a copy of u that a queue's figures may own: sums up the
 // hierarchy are added into it.
 func (u Usage) clone() Usage {
-	return Usage{Allocated: orEmpty(u.Allocated), Request: orEmpty(u.Request), Inqueue: orEmpty(u.Inqueue), Elastic: orEmpty(u.Elastic)}
+	return Usage{Allocated: orEmpty(u.Allocated), Request: orEmpty(u.Request), Inqueue: orEmpty(u.Inqueue), Elastic: orEmpty(u.Elastic), Reserved: orEmpty(u.Reserved)}
 }
 
 // Figures is one queue's computed state. A parent's usage is the sum of
@@ -206,6 +210,7 @@ func sumUsage(figs map[string]*Figures, name string, stale map[string]bool) {
 		f.Allocated.Add(cf.Allocated)
 		f.Request.Add(cf.Request)
 		f.Inqueue.Add(cf.Inqueue)
+		f.Reserved.Add(cf.Reserved)
 		f.Elastic.Add(cf.Elastic)
 	}
 }

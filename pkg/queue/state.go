@@ -82,6 +82,7 @@ type contribution struct {
 	queue              string
 	allocated, request Vector
 	inqueue, elastic   Vector
+	reserved           Vector // of inqueue
 }
 
 // Snapshot is every queue's figures at one moment. Gang figures are read
@@ -385,7 +386,7 @@ func contributionOf(st *gang.Status, q string, g *GangFigures) contribution {
 		c.inqueue = positive(g.MinResources, g.Allocated)
 	}
 	if r := Reserved(st); r != nil {
-		c.inqueue = r
+		c.inqueue, c.reserved = r, r
 	}
 	if st.Started() {
 		c.elastic = positive(g.Allocated, g.MinResources)
@@ -408,19 +409,20 @@ func Reserved(st *gang.Status) Vector {
 
 func (c contribution) equal(o contribution) bool {
 	return c.queue == o.queue && c.allocated.Equal(o.allocated) && c.request.Equal(o.request) &&
-		c.inqueue.Equal(o.inqueue) && c.elastic.Equal(o.elastic)
+		c.inqueue.Equal(o.inqueue) && c.elastic.Equal(o.elastic) && c.reserved.Equal(o.reserved)
 }
 
 // apply adds (sign 1) or removes (sign −1) a contribution. s.mu held.
 func (s *State) apply(c contribution, sign int64) {
 	u := s.usage[c.queue]
 	if u.Allocated == nil {
-		u = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}}
+		u = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}, Reserved: Vector{}}
 	}
 	addScaled(u.Allocated, c.allocated, sign)
 	addScaled(u.Request, c.request, sign)
 	addScaled(u.Inqueue, c.inqueue, sign)
 	addScaled(u.Elastic, c.elastic, sign)
+	addScaled(u.Reserved, c.reserved, sign)
 	s.usage[c.queue] = u
 	s.moved[c.queue] = true
 	s.version++

@@ -323,4 +323,17 @@ func TestVolcanoLeftToVcScheduler(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// Nor Events: why a gang waits goes to its members.
+	e.volcanoPodGroup("short", "team", 2, "2")
+	e.volcanoMembers("short", 1, "1")
+	e.waitEvent("short-0", "GangInvalid", "1 members exist, minMember 2")
+	events, err := cluster.Client.EventsV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.Regarding.Kind == "PodGroup" {
+			t.Errorf("Muster recorded an Event on Volcano's PodGroup %s without serving volcano: %s %s", ev.Regarding.Name, ev.Reason, ev.Note)
+		}
+	}
 }

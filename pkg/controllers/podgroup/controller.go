@@ -331,7 +331,8 @@ func (c *Controller) announce(ctx context.Context, key gang.Key, s *gang.Status)
 }
 
 // eventObject is the PodGroup that the gang's Events are about: Muster's
-// or Volcano's; nil for other gangs, whose members get them.
+// or, where Muster writes them, Volcano's; nil for other gangs, whose
+// members get them.
 func (c *Controller) eventObject(key gang.Key) runtime.Object {
 	switch key.Family {
 	case gang.FamilyMuster:
@@ -339,7 +340,9 @@ func (c *Controller) eventObject(key gang.Key) runtime.Object {
 			return pg
 		}
 	case gang.FamilyVolcano:
-		if pg := c.manager.VolcanoPodGroup(key); pg != nil {
+		// Only where Muster writes them: beside vc-scheduler, they are
+		// its own.
+		if pg := c.manager.VolcanoPodGroup(key); pg != nil && c.volcano != nil {
 			return pg
 		}
 	}

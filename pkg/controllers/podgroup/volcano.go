@@ -51,11 +51,6 @@ func (c *Controller) syncVolcano(ctx context.Context, key gang.Key, s *gang.Stat
 	if equality.Semantic.DeepEqual(status, pg.Status) {
 		return false, nil
 	}
-	if status.Phase != pg.Status.Phase && pg.Status.Phase != "" {
-		c.recorder.Eventf(pg, nil, v1.EventTypeNormal, string(status.Phase), "Schedule",
-			"phase %s -> %s: %d running, %d succeeded, %d failed", pg.Status.Phase, status.Phase,
-			status.Running, status.Succeeded, status.Failed)
-	}
 	// A merge patch of status alone, on the version read: an update of the
 	// whole object would drop the spec fields a newer Volcano has and
 	// these types lack.
@@ -67,10 +62,18 @@ func (c *Controller) syncVolcano(ctx context.Context, key gang.Key, s *gang.Stat
 		return false, err
 	}
 	_, err = c.volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err == nil && status.Phase == vcv1beta1.PodGroupInqueue && pg.Status.Phase != vcv1beta1.PodGroupInqueue {
+	if err != nil {
+		return written(err)
+	}
+	if status.Phase != pg.Status.Phase && pg.Status.Phase != "" {
+		c.recorder.Eventf(pg, nil, v1.EventTypeNormal, string(status.Phase), "Schedule",
+			"phase %s -> %s: %d running, %d succeeded, %d failed", pg.Status.Phase, status.Phase,
+			status.Running, status.Succeeded, status.Failed)
+	}
+	if s.Members == 0 && status.Phase == vcv1beta1.PodGroupInqueue && pg.Status.Phase != vcv1beta1.PodGroupInqueue {
 		c.enqueued(ctx, key, pg.ResourceVersion)
 	}
-	return written(err)
+	return false, nil
 }
 
 // refusedAtEnqueue reports whether c is the condition a refused enqueue

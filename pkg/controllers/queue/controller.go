@@ -117,10 +117,12 @@ func (c *Controller) ensureDefault(ctx context.Context) error {
 // phaseCounts counts each queue's gangs per phase.
 func (c *Controller) phaseCounts(snap *queue.Snapshot) map[string]map[v1alpha1.PodGroupPhase]int32 {
 	out := map[string]map[v1alpha1.PodGroupPhase]int32{}
+	counted := map[gang.Key]bool{}
 	for _, st := range c.gangs.Statuses() {
 		if st.Members == 0 {
 			continue
 		}
+		counted[st.Key] = true
 		prev := v1alpha1.PodGroupPhase("")
 		if st.Key.Family == gang.FamilyMuster {
 			if pg, err := c.pgs.PodGroups(st.Key.Namespace).Get(st.Key.Name); err == nil {
@@ -142,7 +144,7 @@ func (c *Controller) phaseCounts(snap *queue.Snapshot) map[string]map[v1alpha1.P
 	// with their pods gone; their phase is what Muster wrote.
 	for _, key := range c.gangs.VolcanoKeys() {
 		pg := c.gangs.VolcanoPodGroup(key)
-		if pg == nil || pg.Spec.MinMember == 0 {
+		if pg == nil || counted[key] {
 			continue
 		}
 		if st := c.gangs.Status(key); st.Members == 0 {
