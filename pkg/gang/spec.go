@@ -157,7 +157,7 @@ func volcanoSpec(key Key, src sources) (Spec, error) {
 	}
 	spec := Spec{MinMember: max(vc.Spec.MinMember, 1), MinTaskMember: vc.Spec.MinTaskMember, Queue: vc.Spec.Queue}
 	if vc.Spec.MinResources != nil {
-		spec.MinResources = *vc.Spec.MinResources
+		spec.MinResources = podResources(*vc.Spec.MinResources)
 	}
 	if vc.Spec.MinMember < 0 {
 		return spec, fmt.Errorf("Volcano PodGroup %s/%s has minMember %d; want >= 0", key.Namespace, key.Name, vc.Spec.MinMember)
@@ -245,4 +245,22 @@ func describeValues(values map[string][]string) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// podResources keeps of a Volcano PodGroup's minResources what pods request
+// from nodes. Volcano's Job controller writes it in ResourceQuota's terms
+// (pods, count/pods, requests.cpu beside cpu), which vc-scheduler drops or
+// counts apart; no pod asks for them, so a queue never holds any, and a
+// gang needing them would never fit its share.
+func podResources(rl v1.ResourceList) v1.ResourceList {
+	out := make(v1.ResourceList, len(rl))
+	for name, q := range rl {
+		n := string(name)
+		if name == v1.ResourcePods || strings.HasPrefix(n, "count/") ||
+			strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix) || strings.HasPrefix(n, "limits.") {
+			continue
+		}
+		out[name] = q
+	}
+	return out
 }

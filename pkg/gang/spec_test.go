@@ -192,6 +192,18 @@ func TestResolveSpec(t *testing.T) {
 			wantErr: "PodGroup ns/g (scheduling.k8s.io) has no gang policy with minCount >= 1"},
 		{name: "volcano", key: volcano, vcInstalled: true, vc: vcPodGroup(3, map[string]int32{"ps": 1, "worker": 2}, "team", ""),
 			want: Spec{MinMember: 3, MinTaskMember: map[string]int32{"ps": 1, "worker": 2}, Queue: "team", MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}}},
+		{name: "volcano minResources in ResourceQuota's terms, as its Job controller writes them", key: volcano, vcInstalled: true, vc: func() *vcv1beta1.PodGroup {
+			pg := vcPodGroup(4, nil, "", "")
+			pg.Spec.MinResources = &v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("1Gi"), "nvidia.com/gpu": resource.MustParse("2"),
+				v1.ResourcePods: resource.MustParse("4"), "count/pods": resource.MustParse("4"),
+				v1.ResourceRequestsCPU: resource.MustParse("4"), v1.ResourceRequestsMemory: resource.MustParse("1Gi"), v1.ResourceLimitsCPU: resource.MustParse("4"),
+			}
+			return pg
+		}(),
+			want: Spec{MinMember: 4, MinResources: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("1Gi"), "nvidia.com/gpu": resource.MustParse("2"),
+			}}},
 		{name: "volcano minMember 0 is a gang of one", key: volcano, vcInstalled: true, vc: vcPodGroup(0, nil, "default", ""),
 			want: Spec{MinMember: 1, Queue: "default", MinResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}}},
 		{name: "volcano roles needing more than minMember are not checked, as in Volcano", key: volcano, vcInstalled: true, vc: vcPodGroup(2, map[string]int32{"ps": 1, "worker": 3}, "", ""),
