@@ -15,6 +15,11 @@ HELM := $(BIN)/helm-$(HELM_VERSION)
 # is a module of its own (Kubernetes 0.31): installed, never in go.mod.
 TRAINING_OPERATOR_VERSION := v1.9.3
 TRAINING_OPERATOR := $(BIN)/training-operator-$(TRAINING_OPERATOR_VERSION)
+# Volcano's vc-controller-manager (its Job, PodGroup and Queue controllers),
+# run by the deploy suite beside the volcano profile: a module of its own
+# (Kubernetes 0.30), built from its source, never in go.mod.
+VOLCANO_VERSION := v1.10.0
+VOLCANO_CONTROLLERS := $(BIN)/volcano-controller-manager-$(VOLCANO_VERSION)
 
 # The binaries report the Kubernetes release they are built on as their
 # version (muster-scheduler --version), as kube-scheduler does: component-base
@@ -47,17 +52,17 @@ test-unit:
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: $(HELM) $(TRAINING_OPERATOR)
-	HELM=$(HELM) TRAINING_OPERATOR=$(TRAINING_OPERATOR) go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
+test-integration: $(HELM) $(TRAINING_OPERATOR) $(VOLCANO_CONTROLLERS)
+	HELM=$(HELM) TRAINING_OPERATOR=$(TRAINING_OPERATOR) VOLCANO_CONTROLLERS=$(VOLCANO_CONTROLLERS) go test $(GO_TEST_FLAGS) -timeout $(INTEGRATION_TIMEOUT) ./test/...
 
 # Under the race detector the integration suite takes about 10 minutes on
 # 2 cores; its timeout leaves room for a slower machine.
 RACE_TIMEOUT ?= 30m
 
 .PHONY: test-race
-test-race: $(HELM) $(TRAINING_OPERATOR) ## Unit and integration tests under the race detector.
+test-race: $(HELM) $(TRAINING_OPERATOR) $(VOLCANO_CONTROLLERS) ## Unit and integration tests under the race detector.
 	go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/)
-	HELM=$(HELM) TRAINING_OPERATOR=$(TRAINING_OPERATOR) go test $(GO_TEST_FLAGS) -race -timeout $(RACE_TIMEOUT) ./test/...
+	HELM=$(HELM) TRAINING_OPERATOR=$(TRAINING_OPERATOR) VOLCANO_CONTROLLERS=$(VOLCANO_CONTROLLERS) go test $(GO_TEST_FLAGS) -race -timeout $(RACE_TIMEOUT) ./test/...
 
 # Go fuzz targets, FUZZ_TIME each: go fuzzes one target of one package per
 # run. Their seed corpora (f.Add, testdata/fuzz) run with the unit tests; a
@@ -149,6 +154,22 @@ $(TRAINING_OPERATOR):
 
 .PHONY: training-operator
 training-operator: $(TRAINING_OPERATOR) ## Install the pinned Kubeflow training-operator into ./bin.
+
+# vc-controller-manager cannot be installed with `go install ...@version`:
+# Volcano's go.mod has replace directives, which go install refuses. It is
+# built inside its module's source, downloaded into the module cache, with
+# Volcano's go.mod and go.sum; its version is stamped where --version reads
+# it, and the deploy suite finds the CRDs and ClusterRole of that version.
+VOLCANO_SRC = $(shell go env GOMODCACHE)/volcano.sh/volcano@$(VOLCANO_VERSION)
+$(VOLCANO_CONTROLLERS):
+	rm -f $(BIN)/volcano-controller-manager
+	cd / && go mod download volcano.sh/volcano@$(VOLCANO_VERSION)
+	GOWORK=off GOFLAGS=-mod=readonly go build -C $(VOLCANO_SRC) -buildvcs=false \
+		-ldflags "-X volcano.sh/volcano/pkg/version.Version=$(VOLCANO_VERSION)" -o $@ ./cmd/controller-manager
+	ln -sf $(notdir $@) $(BIN)/volcano-controller-manager
+
+.PHONY: volcano-controllers
+volcano-controllers: $(VOLCANO_CONTROLLERS) ## Build the pinned Volcano vc-controller-manager into ./bin.
 
 .PHONY: clean
 clean:

@@ -1,0 +1,361 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/muster-sched/muster/manifests/volcano"
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+// TestVolcanoJob runs Volcano's own controllers (vc-controller-manager
+// v1.10.0: its Job, PodGroup and Queue controllers) beside muster-scheduler
+// with config/volcano.yaml, as a cluster that swapped vc-scheduler for
+// Muster would. The Job controller creates a PodGroup per batch.volcano.sh
+// Job, and the Job's pods only once the scheduler has moved the PodGroup
+// from Pending to Inqueue. No admission webhook runs: each Job has what
+// Volcano's mutating webhook would add. On two nodes of 8 cpu:
+//   - a Job of a master and 3 workers of 1 cpu goes Inqueue, the controller
+//     creates its 4 pods, they bind, its PodGroup runs and the Job runs;
+//   - a Job of 4 × 4.5 cpu, more than the cluster has, stays Pending beside
+//     it, with an Unschedulable condition that says why, and no pod;
+//   - a Job of 3 × 5 cpu is admitted (15 of 16 cpu) but cannot be placed
+//     whole (one member per node): none of its pods binds, and its PodGroup
+//     says why in an Unschedulable condition.
+func TestVolcanoJob(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	vc := findVolcanoControllers(t)
+	installCRDs(t, ctx, volcano.FS)
+	installCRDs(t, ctx, vc.crdFile("batch.volcano.sh_jobs.yaml"))
+	installCRDs(t, ctx, vc.crdFile("bus.volcano.sh_commands.yaml"))
+	r := installChart(t, ctx, "muster", "muster-vcjob", "--set", "mode=replace-default,volcanoProfile=true")
+	token := serviceAccountToken(t, ctx, r.namespace, r.fullname())
+	config, err := os.ReadFile(filepath.Join(repoRoot, "config", "volcano.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSchedulerProcess(t, "muster-scheduler", processSpec{
+		args:       r.container(t).Args,
+		config:     config,
+		kubeconfig: tokenKubeconfig(t, r.namespace+"-vcjob.kubeconfig", token),
+	})
+	if _, err := s.waitLog(ctx, leaseAcquired("kube-system/kube-scheduler"), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorkload(t, ctx, "work-vcjob", "volcano", 2, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+	pods := watchJobPods(t, ctx, w.ns)
+	j := newVCJobWorkload(t, w, pods)
+	j.ensureDefaultQueue()
+	c := startVolcanoControllers(t, ctx, vc, "volcano-system")
+
+	// too-big first: a PodGroup that cannot be admitted must not hold
+	// back the one behind it, as in vc-scheduler's enqueue.
+	j.create("too-big", "4500m", 1, 3)
+	j.create("fits", "1", 1, 3)
+	j.waitCreated("fits", 4, 60*time.Second)
+	j.waitBound("fits", 4, 30*time.Second)
+	pg := j.podGroup("fits")
+	if pg.Spec.MinMember != 4 || pg.Spec.MinTaskMember["master"] != 1 || pg.Spec.MinTaskMember["worker"] != 3 {
+		t.Errorf("PodGroup of Job fits: minMember %d, minTaskMember %v; want the Job's 4, master 1 and worker 3",
+			pg.Spec.MinMember, pg.Spec.MinTaskMember)
+	}
+	for _, p := range j.pods("fits") {
+		if p.Spec.SchedulerName != "volcano" || p.Annotations[vcv1beta1.KubeGroupNameAnnotationKey] != pg.Name {
+			t.Errorf("pod %s: schedulerName %q, annotation %s=%q; want volcano and the Job's PodGroup %s",
+				p.Name, p.Spec.SchedulerName, vcv1beta1.KubeGroupNameAnnotationKey, p.Annotations[vcv1beta1.KubeGroupNameAnnotationKey], pg.Name)
+		}
+	}
+	j.waitPodGroup("fits", 30*time.Second, "Running with 4 running", func(pg *vcv1beta1.PodGroup) bool {
+		return pg.Status.Phase == vcv1beta1.PodGroupRunning && pg.Status.Running == 4
+	})
+	j.waitJob("fits", 30*time.Second, "Running with 4 running", func(job *batchv1alpha1.Job) bool {
+		return job.Status.State.Phase == batchv1alpha1.Running && job.Status.Running == 4
+	})
+	// Muster has admitted fits, created after it: too-big, whose minResources
+	// exceed the cluster, was looked at and left Pending.
+	j.waitPodGroup("too-big", 30*time.Second, "Pending", func(pg *vcv1beta1.PodGroup) bool {
+		return pg.Status.Phase == vcv1beta1.PodGroupPending
+	})
+	j.waitUnschedulable("too-big", 30*time.Second, "cpu", "18")
+	j.delete("fits")
+
+	j.create("split", "5", 1, 2)
+	j.waitCreated("split", 3, 60*time.Second)
+	j.waitUnschedulable("split", 30*time.Second, "Insufficient cpu")
+	if phase := j.podGroup("split").Status.Phase; phase != vcv1beta1.PodGroupInqueue {
+		t.Errorf("PodGroup of Job split: phase %s, want Inqueue: admitted, not placed\n%s", phase, j.describe("split"))
+	}
+
+	s.stop()
+	// Nothing changes from here: the scheduler is gone.
+	if n := pods.bound("split"); n != 0 {
+		t.Errorf("%d of 3 pods of Job split bound, want none: the Job cannot fit whole\n%s", n, j.describe("split"))
+	}
+	if n := pods.created("too-big"); n != 0 || j.podGroup("too-big").Status.Phase != vcv1beta1.PodGroupPending {
+		t.Errorf("Job too-big, larger than the cluster, has %d pods, want none and its PodGroup Pending\n%s", n, j.describe("too-big"))
+	}
+	if phase := j.job("split").Status.State.Phase; phase != batchv1alpha1.Pending {
+		t.Errorf("Job split: phase %s, want Pending: none of its pods runs", phase)
+	}
+	for _, p := range []*schedulerProcess{s, c} {
+		if lines := p.forbidden(); len(lines) > 0 {
+			t.Errorf("RBAC refused the %s:\n%s", p.name, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// vcJobWorkload makes Volcano Jobs in a workload's namespace and watches
+// their pods (labelled with jobLabel).
+type vcJobWorkload struct {
+	*workload
+	jobPods *jobPods
+	vc      vcclient.Interface
+}
+
+// newVCJobWorkload returns the workload; once the test ends it deletes
+// the Jobs and Volcano PodGroups of the namespace, as the garbage
+// collector would (none runs here): an Inqueue PodGroup holds room in its
+// queue.
+func newVCJobWorkload(t *testing.T, w *workload, pods *jobPods) vcJobWorkload {
+	t.Helper()
+	vc, err := vcclient.NewForConfig(cluster.JSONConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = vc.BatchV1alpha1().Jobs(w.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = vc.SchedulingV1beta1().PodGroups(w.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	})
+	return vcJobWorkload{workload: w, jobPods: pods, vc: vc}
+}
+
+// ensureDefaultQueue creates Volcano's Queue default, as vc-scheduler does
+// when it starts (Muster creates only its own Queue default): the Job
+// controller syncs no Job whose Volcano Queue it cannot find. One created
+// here is deleted when the test ends.
+func (j vcJobWorkload) ensureDefaultQueue() {
+	j.t.Helper()
+	queues := j.vc.SchedulingV1beta1().Queues()
+	q := &vcv1beta1.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec:       vcv1beta1.QueueSpec{Weight: 1, Reclaimable: ptr.To(true)},
+	}
+	_, err := queues.Create(j.ctx, q, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return
+	}
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	j.t.Cleanup(func() { _ = queues.Delete(context.Background(), q.Name, metav1.DeleteOptions{}) })
+}
+
+// create creates a Volcano Job of a master and workers, each requesting
+// cpu, running until deleted, in Volcano's Queue default. It carries what
+// Volcano's mutating webhook would add (v1.10.0, pkg/webhooks/admission/
+// jobs/mutate): the queue, the scheduler, maxRetry 3, and per task its
+// name, minAvailable (its replicas) and maxRetry 3; minAvailable, the sum.
+func (j vcJobWorkload) create(name, cpu string, masters, workers int32) {
+	j.t.Helper()
+	task := func(role string, n int32) batchv1alpha1.TaskSpec {
+		return batchv1alpha1.TaskSpec{
+			Name:         role,
+			Replicas:     n,
+			MinAvailable: ptr.To(n),
+			MaxRetry:     3,
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{jobLabel: name}},
+				Spec: v1.PodSpec{
+					RestartPolicy: v1.RestartPolicyNever,
+					Containers: []v1.Container{{
+						Name: role, Image: "registry.k8s.io/pause:3.10",
+						Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+							v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("256Mi"),
+						}},
+					}},
+				},
+			},
+		}
+	}
+	job := &batchv1alpha1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: j.ns},
+		Spec: batchv1alpha1.JobSpec{
+			SchedulerName: "volcano",
+			Queue:         "default",
+			MinAvailable:  masters + workers,
+			MaxRetry:      3,
+			Tasks:         []batchv1alpha1.TaskSpec{task("master", masters), task("worker", workers)},
+		},
+	}
+	if _, err := j.vc.BatchV1alpha1().Jobs(j.ns).Create(j.ctx, job, metav1.CreateOptions{}); err != nil {
+		j.t.Fatal(err)
+	}
+}
+
+// delete deletes a Job and what it owns, as the garbage collector would,
+// until they stay gone: a sync of the controller's under way when the Job
+// went may create its PodGroup or pods again.
+func (j vcJobWorkload) delete(name string) {
+	j.t.Helper()
+	pgName := j.podGroup(name).Name
+	if err := j.vc.BatchV1alpha1().Jobs(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
+		j.t.Fatal(err)
+	}
+	podGroups := j.vc.SchedulingV1beta1().PodGroups(j.ns)
+	selector := metav1.ListOptions{LabelSelector: jobLabel + "=" + name}
+	gone := 0
+	err := wait.PollUntilContextTimeout(j.ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := podGroups.Get(ctx, pgName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && len(j.pods(name)) == 0 {
+			gone++
+			return gone == 2, nil
+		}
+		gone = 0
+		if err := podGroups.Delete(ctx, pgName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		return false, cluster.Client.CoreV1().Pods(j.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, selector)
+	})
+	if err != nil {
+		j.t.Fatalf("Job %s: its PodGroup or %d pods left 30s after their deletion: %v", name, len(j.pods(name)), err)
+	}
+}
+
+// pods lists the pods of a Job.
+func (j vcJobWorkload) pods(job string) []v1.Pod {
+	j.t.Helper()
+	list, err := cluster.Client.CoreV1().Pods(j.ns).List(j.ctx, metav1.ListOptions{LabelSelector: jobLabel + "=" + job})
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func (j vcJobWorkload) job(name string) *batchv1alpha1.Job {
+	j.t.Helper()
+	job, err := j.vc.BatchV1alpha1().Jobs(j.ns).Get(j.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	return job
+}
+
+// podGroup gets the PodGroup the controller made for a Job.
+func (j vcJobWorkload) podGroup(job string) *vcv1beta1.PodGroup {
+	j.t.Helper()
+	pg, err := j.getPodGroup(j.ctx, job)
+	if err != nil {
+		j.t.Fatalf("the PodGroup of Job %s: %v", job, err)
+	}
+	return pg
+}
+
+// getPodGroup gets a Job's PodGroup, named <job>-<job's UID> by the
+// controller.
+func (j vcJobWorkload) getPodGroup(ctx context.Context, job string) (*vcv1beta1.PodGroup, error) {
+	vj, err := j.vc.BatchV1alpha1().Jobs(j.ns).Get(ctx, job, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return j.vc.SchedulingV1beta1().PodGroups(j.ns).Get(ctx, job+"-"+string(vj.UID), metav1.GetOptions{})
+}
+
+// describe says what the Job, its PodGroup and pods are like, for a
+// failure.
+func (j vcJobWorkload) describe(job string) string {
+	ctx := context.Background()
+	var b strings.Builder
+	if vj, err := j.vc.BatchV1alpha1().Jobs(j.ns).Get(ctx, job, metav1.GetOptions{}); err != nil {
+		fmt.Fprintf(&b, "Job: %v\n", err)
+	} else {
+		status, _ := yaml.Marshal(vj.Status)
+		fmt.Fprintf(&b, "Job status:\n%s", status)
+	}
+	if pg, err := j.getPodGroup(ctx, job); err != nil {
+		fmt.Fprintf(&b, "PodGroup: %v\n", err)
+	} else {
+		spec, _ := yaml.Marshal(pg.Spec)
+		status, _ := yaml.Marshal(pg.Status)
+		fmt.Fprintf(&b, "PodGroup %s spec:\n%sPodGroup status:\n%s", pg.Name, spec, status)
+	}
+	for _, p := range j.pods(job) {
+		fmt.Fprintf(&b, "pod %s: scheduler %q, group %q, node %q, phase %s\n", p.Name, p.Spec.SchedulerName,
+			p.Annotations[vcv1beta1.KubeGroupNameAnnotationKey], p.Spec.NodeName, p.Status.Phase)
+	}
+	return b.String()
+}
+
+// waitBound waits until n pods of the Job are bound.
+func (j vcJobWorkload) waitBound(job string, n int, timeout time.Duration) {
+	j.t.Helper()
+	if err := j.jobPods.waitFor(j.ctx, timeout, func() bool { return j.jobPods.bound(job) == n }); err != nil {
+		j.t.Fatalf("Job %s: %d of %d pods bound: %v\n%s", job, j.jobPods.bound(job), n, err, j.describe(job))
+	}
+}
+
+// waitCreated waits until the controller has created n pods of the Job.
+func (j vcJobWorkload) waitCreated(job string, n int, timeout time.Duration) {
+	j.t.Helper()
+	if err := j.jobPods.waitFor(j.ctx, timeout, func() bool { return j.jobPods.created(job) == n }); err != nil {
+		j.t.Fatalf("Job %s: the controller created %d of %d pods: %v; it creates them once the scheduler has "+
+			"moved the Job's PodGroup from Pending to Inqueue, before any pod exists\n%s", job, j.jobPods.created(job), n, err, j.describe(job))
+	}
+}
+
+// waitPodGroup waits until the Job's PodGroup is as want says.
+func (j vcJobWorkload) waitPodGroup(job string, timeout time.Duration, want string, ok func(*vcv1beta1.PodGroup) bool) {
+	j.t.Helper()
+	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pg, err := j.getPodGroup(ctx, job)
+		return err == nil && ok(pg), nil
+	})
+	if err != nil {
+		j.t.Fatalf("Job %s: its PodGroup is not %s: %v\n%s", job, want, err, j.describe(job))
+	}
+}
+
+// waitJob waits until the Job is as want says.
+func (j vcJobWorkload) waitJob(name string, timeout time.Duration, want string, ok func(*batchv1alpha1.Job) bool) {
+	j.t.Helper()
+	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		job, err := j.vc.BatchV1alpha1().Jobs(j.ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && ok(job), nil
+	})
+	if err != nil {
+		j.t.Fatalf("Job %s is not %s: %v\n%s", name, want, err, j.describe(name))
+	}
+}
+
+// waitUnschedulable waits until the Job's PodGroup has the condition
+// vc-scheduler writes for a gang it cannot enqueue or place: Unschedulable,
+// True, reason NotEnoughResources, with a message containing each of words.
+func (j vcJobWorkload) waitUnschedulable(job string, timeout time.Duration, words ...string) {
+	j.t.Helper()
+	j.waitPodGroup(job, timeout, fmt.Sprintf("Unschedulable saying %q", words), func(pg *vcv1beta1.PodGroup) bool {
+		for _, c := range pg.Status.Conditions {
+			if c.Type == vcv1beta1.PodGroupUnschedulableType && c.Status == v1.ConditionTrue &&
+				c.Reason == vcv1beta1.NotEnoughResourcesReason && containsAll(c.Message, words) {
+				return true
+			}
+		}
+		return false
+	})
+}
