@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/yaml"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/muster-sched/muster/manifests/volcano"
 	"github.com/muster-sched/muster/pkg/simulator"
@@ -174,31 +175,47 @@ func (j pytorchWorkload) create(name string, workers int64, cpu string) {
 	}
 }
 
-// delete deletes a PyTorchJob and what it owns, as the garbage collector
-// would (none runs here), until they stay gone: a reconcile of the
-// operator's under way when the job went may create its PodGroup or pods
-// again, and an enqueued PodGroup holds room in its queue.
+// delete deletes a PyTorchJob and what it owns (deleteOwned).
 func (j pytorchWorkload) delete(name string) {
 	j.t.Helper()
 	if err := j.dyn.Resource(pytorchJobs).Namespace(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
 		j.t.Fatal(err)
 	}
-	selector := metav1.ListOptions{LabelSelector: jobLabel + "=" + name}
+	deleteOwned(j.t, j.ctx, j.ns, name, name)
+}
+
+// deleteOwned deletes what a deleted job owned, its Volcano PodGroup group
+// and the pods labelled jobLabel=job, as the garbage collector would (none
+// runs here), until they stay gone: a sync of the job's controller under
+// way when the job went may create them again, and an enqueued PodGroup
+// holds room in its queue.
+func deleteOwned(t *testing.T, ctx context.Context, ns, group, job string) {
+	t.Helper()
+	vc, err := vcclient.NewForConfig(cluster.JSONConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	podGroups, pods := vc.SchedulingV1beta1().PodGroups(ns), cluster.Client.CoreV1().Pods(ns)
+	selector := metav1.ListOptions{LabelSelector: jobLabel + "=" + job}
 	gone := 0
-	err := wait.PollUntilContextTimeout(j.ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := j.getPodGroup(ctx, name)
-		if apierrors.IsNotFound(err) && len(j.pods(name)) == 0 {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := podGroups.Get(ctx, group, metav1.GetOptions{})
+		left, listErr := pods.List(ctx, selector)
+		if listErr != nil {
+			return false, listErr
+		}
+		if apierrors.IsNotFound(err) && len(left.Items) == 0 {
 			gone++
 			return gone == 2, nil
 		}
 		gone = 0
-		if err := j.dyn.Resource(volcanoPodGroups).Namespace(j.ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := podGroups.Delete(ctx, group, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return false, err
 		}
-		return false, cluster.Client.CoreV1().Pods(j.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, selector)
+		return false, pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, selector)
 	})
 	if err != nil {
-		j.t.Fatalf("job %s: its PodGroup or %d pods left 30s after their deletion: %v", name, len(j.pods(name)), err)
+		t.Fatalf("job %s: its PodGroup or pods left 30s after their deletion: %v", job, err)
 	}
 }
 

@@ -210,33 +210,14 @@ func (j vcJobWorkload) create(name, cpu string, masters, workers int32) {
 	}
 }
 
-// delete deletes a Job and what it owns, as the garbage collector would,
-// until they stay gone: a sync of the controller's under way when the Job
-// went may create its PodGroup or pods again.
+// delete deletes a Job and what it owns (deleteOwned).
 func (j vcJobWorkload) delete(name string) {
 	j.t.Helper()
 	pgName := j.podGroup(name).Name
 	if err := j.vc.BatchV1alpha1().Jobs(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
 		j.t.Fatal(err)
 	}
-	podGroups := j.vc.SchedulingV1beta1().PodGroups(j.ns)
-	selector := metav1.ListOptions{LabelSelector: jobLabel + "=" + name}
-	gone := 0
-	err := wait.PollUntilContextTimeout(j.ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := podGroups.Get(ctx, pgName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && len(j.pods(name)) == 0 {
-			gone++
-			return gone == 2, nil
-		}
-		gone = 0
-		if err := podGroups.Delete(ctx, pgName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		return false, cluster.Client.CoreV1().Pods(j.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, selector)
-	})
-	if err != nil {
-		j.t.Fatalf("Job %s: its PodGroup or %d pods left 30s after their deletion: %v", name, len(j.pods(name)), err)
-	}
+	deleteOwned(j.t, j.ctx, j.ns, pgName, name)
 }
 
 // pods lists the pods of a Job.
