@@ -10,15 +10,11 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2/ktesting"
-	"sigs.k8s.io/yaml"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -26,10 +22,7 @@ import (
 	"github.com/muster-sched/muster/pkg/simulator"
 )
 
-var (
-	pytorchJobs      = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
-	volcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
-)
+var pytorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
 
 // TestTrainingOperatorVolcano runs Kubeflow's training-operator (v1.9.3)
 // in volcano mode beside muster-scheduler with config/volcano.yaml, as a
@@ -128,11 +121,10 @@ func deleteServices(ns string) {
 }
 
 // pytorchWorkload makes PyTorchJobs in a workload's namespace and watches
-// their pods (labelled with jobLabel).
+// their pods (labelled with jobLabel); a job's PodGroup has its name.
 type pytorchWorkload struct {
-	*workload
-	jobPods *jobPods
-	dyn     dynamic.Interface
+	volcanoJobs
+	dyn dynamic.Interface
 }
 
 func newPyTorchWorkload(t *testing.T, w *workload, pods *jobPods) pytorchWorkload {
@@ -141,7 +133,14 @@ func newPyTorchWorkload(t *testing.T, w *workload, pods *jobPods) pytorchWorkloa
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pytorchWorkload{workload: w, jobPods: pods, dyn: dyn}
+	vc, err := vcclient.NewForConfig(cluster.JSONConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pytorchWorkload{dyn: dyn, volcanoJobs: volcanoJobs{
+		workload: w, jobPods: pods, vc: vc, creator: "operator",
+		podGroupName: func(_ context.Context, job string) (string, error) { return job, nil },
+	}}
 }
 
 // create creates a PyTorchJob of one master and workers, each requesting
@@ -181,109 +180,7 @@ func (j pytorchWorkload) delete(name string) {
 	if err := j.dyn.Resource(pytorchJobs).Namespace(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
 		j.t.Fatal(err)
 	}
-	deleteOwned(j.t, j.ctx, j.ns, name, name)
-}
-
-// deleteOwned deletes what a deleted job owned, its Volcano PodGroup group
-// and the pods labelled jobLabel=job, as the garbage collector would (none
-// runs here), until they stay gone: a sync of the job's controller under
-// way when the job went may create them again, and an enqueued PodGroup
-// holds room in its queue.
-func deleteOwned(t *testing.T, ctx context.Context, ns, group, job string) {
-	t.Helper()
-	vc, err := vcclient.NewForConfig(cluster.JSONConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	podGroups, pods := vc.SchedulingV1beta1().PodGroups(ns), cluster.Client.CoreV1().Pods(ns)
-	selector := metav1.ListOptions{LabelSelector: jobLabel + "=" + job}
-	gone := 0
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := podGroups.Get(ctx, group, metav1.GetOptions{})
-		left, listErr := pods.List(ctx, selector)
-		if listErr != nil {
-			return false, listErr
-		}
-		if apierrors.IsNotFound(err) && len(left.Items) == 0 {
-			gone++
-			return gone == 2, nil
-		}
-		gone = 0
-		if err := podGroups.Delete(ctx, group, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		return false, pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, selector)
-	})
-	if err != nil {
-		t.Fatalf("job %s: its PodGroup or pods left 30s after their deletion: %v", job, err)
-	}
-}
-
-// pods lists the pods of a job.
-func (j pytorchWorkload) pods(job string) []v1.Pod {
-	j.t.Helper()
-	list, err := cluster.Client.CoreV1().Pods(j.ns).List(j.ctx, metav1.ListOptions{LabelSelector: jobLabel + "=" + job})
-	if err != nil {
-		j.t.Fatal(err)
-	}
-	return list.Items
-}
-
-// podGroup gets the Volcano PodGroup of a job.
-func (j pytorchWorkload) podGroup(job string) *vcv1beta1.PodGroup {
-	j.t.Helper()
-	pg, err := j.getPodGroup(j.ctx, job)
-	if err != nil {
-		j.t.Fatalf("the Volcano PodGroup of job %s: %v", job, err)
-	}
-	return pg
-}
-
-func (j pytorchWorkload) getPodGroup(ctx context.Context, job string) (*vcv1beta1.PodGroup, error) {
-	u, err := j.dyn.Resource(volcanoPodGroups).Namespace(j.ns).Get(ctx, job, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var pg vcv1beta1.PodGroup
-	if err := fromUnstructured(u.Object, &pg); err != nil {
-		return nil, err
-	}
-	return &pg, nil
-}
-
-// describe says what the job's PodGroup and pods are like, for a failure.
-func (j pytorchWorkload) describe(job string) string {
-	var b strings.Builder
-	pg, err := j.getPodGroup(context.Background(), job)
-	if err != nil {
-		fmt.Fprintf(&b, "PodGroup: %v\n", err)
-	} else {
-		spec, _ := yaml.Marshal(pg.Spec)
-		status, _ := yaml.Marshal(pg.Status)
-		fmt.Fprintf(&b, "PodGroup spec:\n%sPodGroup status:\n%s", spec, status)
-	}
-	for _, p := range j.pods(job) {
-		fmt.Fprintf(&b, "pod %s: scheduler %q, group %q, node %q, phase %s\n", p.Name, p.Spec.SchedulerName,
-			p.Annotations[vcv1beta1.KubeGroupNameAnnotationKey], p.Spec.NodeName, p.Status.Phase)
-	}
-	return b.String()
-}
-
-// waitBound waits until n pods of the job are bound.
-func (j pytorchWorkload) waitBound(job string, n int, timeout time.Duration) {
-	j.t.Helper()
-	if err := j.jobPods.waitFor(j.ctx, timeout, func() bool { return j.jobPods.bound(job) == n }); err != nil {
-		j.t.Fatalf("job %s: %d of %d pods bound: %v\n%s", job, j.jobPods.bound(job), n, err, j.describe(job))
-	}
-}
-
-// waitCreated waits until the operator has created n pods of the job.
-func (j pytorchWorkload) waitCreated(job string, n int, timeout time.Duration) {
-	j.t.Helper()
-	if err := j.jobPods.waitFor(j.ctx, timeout, func() bool { return j.jobPods.created(job) == n }); err != nil {
-		j.t.Fatalf("job %s: the operator created %d of %d pods: %v; it creates them once the scheduler has "+
-			"moved the job's PodGroup from Pending to Inqueue, before any pod exists\n%s", job, j.jobPods.created(job), n, err, j.describe(job))
-	}
+	j.deleteOwned(name, name)
 }
 
 // waitPhase waits until the job's PodGroup is in one of phases, and
@@ -291,45 +188,9 @@ func (j pytorchWorkload) waitCreated(job string, n int, timeout time.Duration) {
 func (j pytorchWorkload) waitPhase(job string, timeout time.Duration, phases ...vcv1beta1.PodGroupPhase) vcv1beta1.PodGroupPhase {
 	j.t.Helper()
 	var phase vcv1beta1.PodGroupPhase
-	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		pg, err := j.getPodGroup(ctx, job)
-		if err != nil {
-			return false, nil
-		}
+	j.waitPodGroup(job, timeout, fmt.Sprintf("in one of phases %q", phases), func(pg *vcv1beta1.PodGroup) bool {
 		phase = pg.Status.Phase
-		return slices.Contains(phases, phase), nil
+		return slices.Contains(phases, phase)
 	})
-	if err != nil {
-		j.t.Fatalf("job %s: PodGroup phase %q, want one of %q: %v\n%s", job, phase, phases, err, j.describe(job))
-	}
 	return phase
-}
-
-// waitUnschedulable waits until the job's PodGroup has the condition
-// vc-scheduler writes for a gang it cannot enqueue or place: Unschedulable,
-// True, reason NotEnoughResources, with a message containing each of words.
-func (j pytorchWorkload) waitUnschedulable(job string, timeout time.Duration, words ...string) {
-	j.t.Helper()
-	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		pg, err := j.getPodGroup(ctx, job)
-		if err != nil {
-			return false, nil
-		}
-		return slices.ContainsFunc(pg.Status.Conditions, func(c vcv1beta1.PodGroupCondition) bool {
-			return c.Type == vcv1beta1.PodGroupUnschedulableType && c.Status == v1.ConditionTrue &&
-				c.Reason == vcv1beta1.NotEnoughResourcesReason && containsAll(c.Message, words)
-		}), nil
-	})
-	if err != nil {
-		j.t.Fatalf("job %s: no Unschedulable condition saying %q on its PodGroup: %v\n%s", job, words, err, j.describe(job))
-	}
-}
-
-func containsAll(s string, words []string) bool {
-	for _, w := range words {
-		if !strings.Contains(s, w) {
-			return false
-		}
-	}
-	return true
 }

@@ -124,9 +124,7 @@ func TestVolcanoJob(t *testing.T) {
 // vcJobWorkload makes Volcano Jobs in a workload's namespace and watches
 // their pods (labelled with jobLabel).
 type vcJobWorkload struct {
-	*workload
-	jobPods *jobPods
-	vc      vcclient.Interface
+	volcanoJobs
 }
 
 // newVCJobWorkload returns the workload; once the test ends it deletes
@@ -144,7 +142,24 @@ func newVCJobWorkload(t *testing.T, w *workload, pods *jobPods) vcJobWorkload {
 		_ = vc.BatchV1alpha1().Jobs(w.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		_ = vc.SchedulingV1beta1().PodGroups(w.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
-	return vcJobWorkload{workload: w, jobPods: pods, vc: vc}
+	jobs := volcanoJobs{workload: w, jobPods: pods, vc: vc, creator: "controller"}
+	// The controller names a Job's PodGroup <job>-<job's UID>.
+	jobs.podGroupName = func(ctx context.Context, job string) (string, error) {
+		vj, err := vc.BatchV1alpha1().Jobs(w.ns).Get(ctx, job, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return job + "-" + string(vj.UID), nil
+	}
+	jobs.describeJob = func(ctx context.Context, job string) string {
+		vj, err := vc.BatchV1alpha1().Jobs(w.ns).Get(ctx, job, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Sprintf("Job: %v\n", err)
+		}
+		status, _ := yaml.Marshal(vj.Status)
+		return fmt.Sprintf("Job status:\n%s", status)
+	}
+	return vcJobWorkload{jobs}
 }
 
 // ensureDefaultQueue creates Volcano's Queue default, as vc-scheduler does
@@ -217,17 +232,7 @@ func (j vcJobWorkload) delete(name string) {
 	if err := j.vc.BatchV1alpha1().Jobs(j.ns).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
 		j.t.Fatal(err)
 	}
-	deleteOwned(j.t, j.ctx, j.ns, pgName, name)
-}
-
-// pods lists the pods of a Job.
-func (j vcJobWorkload) pods(job string) []v1.Pod {
-	j.t.Helper()
-	list, err := cluster.Client.CoreV1().Pods(j.ns).List(j.ctx, metav1.ListOptions{LabelSelector: jobLabel + "=" + job})
-	if err != nil {
-		j.t.Fatal(err)
-	}
-	return list.Items
+	j.deleteOwned(pgName, name)
 }
 
 func (j vcJobWorkload) job(name string) *batchv1alpha1.Job {
@@ -237,80 +242,6 @@ func (j vcJobWorkload) job(name string) *batchv1alpha1.Job {
 		j.t.Fatal(err)
 	}
 	return job
-}
-
-// podGroup gets the PodGroup the controller made for a Job.
-func (j vcJobWorkload) podGroup(job string) *vcv1beta1.PodGroup {
-	j.t.Helper()
-	pg, err := j.getPodGroup(j.ctx, job)
-	if err != nil {
-		j.t.Fatalf("the PodGroup of Job %s: %v", job, err)
-	}
-	return pg
-}
-
-// getPodGroup gets a Job's PodGroup, named <job>-<job's UID> by the
-// controller.
-func (j vcJobWorkload) getPodGroup(ctx context.Context, job string) (*vcv1beta1.PodGroup, error) {
-	vj, err := j.vc.BatchV1alpha1().Jobs(j.ns).Get(ctx, job, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return j.vc.SchedulingV1beta1().PodGroups(j.ns).Get(ctx, job+"-"+string(vj.UID), metav1.GetOptions{})
-}
-
-// describe says what the Job, its PodGroup and pods are like, for a
-// failure.
-func (j vcJobWorkload) describe(job string) string {
-	ctx := context.Background()
-	var b strings.Builder
-	if vj, err := j.vc.BatchV1alpha1().Jobs(j.ns).Get(ctx, job, metav1.GetOptions{}); err != nil {
-		fmt.Fprintf(&b, "Job: %v\n", err)
-	} else {
-		status, _ := yaml.Marshal(vj.Status)
-		fmt.Fprintf(&b, "Job status:\n%s", status)
-	}
-	if pg, err := j.getPodGroup(ctx, job); err != nil {
-		fmt.Fprintf(&b, "PodGroup: %v\n", err)
-	} else {
-		spec, _ := yaml.Marshal(pg.Spec)
-		status, _ := yaml.Marshal(pg.Status)
-		fmt.Fprintf(&b, "PodGroup %s spec:\n%sPodGroup status:\n%s", pg.Name, spec, status)
-	}
-	for _, p := range j.pods(job) {
-		fmt.Fprintf(&b, "pod %s: scheduler %q, group %q, node %q, phase %s\n", p.Name, p.Spec.SchedulerName,
-			p.Annotations[vcv1beta1.KubeGroupNameAnnotationKey], p.Spec.NodeName, p.Status.Phase)
-	}
-	return b.String()
-}
-
-// waitBound waits until n pods of the Job are bound.
-func (j vcJobWorkload) waitBound(job string, n int, timeout time.Duration) {
-	j.t.Helper()
-	if err := j.jobPods.waitFor(j.ctx, timeout, func() bool { return j.jobPods.bound(job) == n }); err != nil {
-		j.t.Fatalf("Job %s: %d of %d pods bound: %v\n%s", job, j.jobPods.bound(job), n, err, j.describe(job))
-	}
-}
-
-// waitCreated waits until the controller has created n pods of the Job.
-func (j vcJobWorkload) waitCreated(job string, n int, timeout time.Duration) {
-	j.t.Helper()
-	if err := j.jobPods.waitFor(j.ctx, timeout, func() bool { return j.jobPods.created(job) == n }); err != nil {
-		j.t.Fatalf("Job %s: the controller created %d of %d pods: %v; it creates them once the scheduler has "+
-			"moved the Job's PodGroup from Pending to Inqueue, before any pod exists\n%s", job, j.jobPods.created(job), n, err, j.describe(job))
-	}
-}
-
-// waitPodGroup waits until the Job's PodGroup is as want says.
-func (j vcJobWorkload) waitPodGroup(job string, timeout time.Duration, want string, ok func(*vcv1beta1.PodGroup) bool) {
-	j.t.Helper()
-	err := wait.PollUntilContextTimeout(j.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		pg, err := j.getPodGroup(ctx, job)
-		return err == nil && ok(pg), nil
-	})
-	if err != nil {
-		j.t.Fatalf("Job %s: its PodGroup is not %s: %v\n%s", job, want, err, j.describe(job))
-	}
 }
 
 // waitJob waits until the Job is as want says.
@@ -323,20 +254,4 @@ func (j vcJobWorkload) waitJob(name string, timeout time.Duration, want string, 
 	if err != nil {
 		j.t.Fatalf("Job %s is not %s: %v\n%s", name, want, err, j.describe(name))
 	}
-}
-
-// waitUnschedulable waits until the Job's PodGroup has the condition
-// vc-scheduler writes for a gang it cannot enqueue or place: Unschedulable,
-// True, reason NotEnoughResources, with a message containing each of words.
-func (j vcJobWorkload) waitUnschedulable(job string, timeout time.Duration, words ...string) {
-	j.t.Helper()
-	j.waitPodGroup(job, timeout, fmt.Sprintf("Unschedulable saying %q", words), func(pg *vcv1beta1.PodGroup) bool {
-		for _, c := range pg.Status.Conditions {
-			if c.Type == vcv1beta1.PodGroupUnschedulableType && c.Status == v1.ConditionTrue &&
-				c.Reason == vcv1beta1.NotEnoughResourcesReason && containsAll(c.Message, words) {
-				return true
-			}
-		}
-		return false
-	})
 }
