@@ -216,10 +216,7 @@ func TestCapacityDeserved(t *testing.T) {
 			e.queuePods("qb", 60, "1")
 			e.waitShares(map[string]float64{"qb": 60}, 0)
 			e.queuePods("qa", 60, "1")
-			// ±1: on a loaded machine reclaim may take one pod past qb's
-			// deserved share (a known race between the snapshot's
-			// allocated and the evictions in flight; see issue 25's note).
-			e.waitShares(map[string]float64{"qa": 40, "qb": 20}, 1)
+			e.waitShares(map[string]float64{"qa": 40, "qb": 20}, 0)
 		})
 	}
 }

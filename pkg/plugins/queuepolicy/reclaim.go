@@ -81,6 +81,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if _, _, placing := pl.gangs.PlannedNode(key, pod.UID, time.Now()); placing {
 		return nil, fwk.NewStatus(fwk.Unschedulable) // being placed: nothing to reclaim for
 	}
+	inFlight := pl.records.inFlight() // before the snapshot: see inFlight
 	snap := pl.state.Refresh()
 	g := snap.Gang(key)
 	if g == nil {
@@ -108,7 +109,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
 	}
 	units := pl.candidates(snap, key, g.Queue, gang.PriorityOf(pod, &st.Spec), need, withinQueue, admitted)
-	victims, plan, err := pl.chooseVictims(ctx, snap, members, units, &st, need, nil)
+	victims, plan, err := pl.chooseVictims(ctx, snap, inFlight, members, units, &st, need, nil)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -128,7 +129,8 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	pl.gangs.DropPlan(key)
 	logger.V(3).Info("Reclaim planned the gang", "gang", key, "members", len(plan))
 	if !withinQueue && slices.ContainsFunc(victims, func(u unit) bool { return u.reason == reclaim }) {
-		if err := pl.reclaimAhead(ctx, snap, key, g.Queue, need); err != nil {
+		inFlight.add(victims...)
+		if err := pl.reclaimAhead(ctx, snap, inFlight, key, g.Queue, need); err != nil {
 			return nil, fwk.AsStatus(err)
 		}
 	}
@@ -186,7 +188,7 @@ const maxAhead = 100
 // own victims only, not the room promised to gangs before it: where two
 // gangs counted on the same free room, the later one reclaims again when
 // it is tried.
-func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, leader gang.Key, q string, claimed queue.Vector) error {
+func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, inFlight flight, leader gang.Key, q string, claimed queue.Vector) error {
 	claimed = claimed.Clone()
 	type eviction struct {
 		pod     *v1.Pod
@@ -231,7 +233,7 @@ func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, leader
 		need := requestsOf(members)
 		units := slices.DeleteFunc(pl.candidates(snap, key, q, gang.PriorityOf(pod, &st.Spec), need, false, true),
 			func(u unit) bool { return u.reason != reclaim })
-		victims, _, err := pl.chooseVictims(ctx, snap, members, units, &st, need, claimed)
+		victims, _, err := pl.chooseVictims(ctx, snap, inFlight, members, units, &st, need, claimed)
 		if err != nil {
 			return err
 		}
@@ -239,6 +241,7 @@ func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, leader
 			break
 		}
 		pl.records.recordEvictions(key, victims)
+		inFlight.add(victims...)
 		evictions = append(evictions, eviction{pod, key, victims})
 		claimed.Add(need)
 	}
@@ -452,15 +455,14 @@ const shareEpsilon = 1e-9
 
 // chooseVictims adds units in order while they are allowed, until the
 // gang's needed members all fit; then drops every unit the fit does not
-// need. It returns no victims when the gang cannot fit at all. ahead is
-// room claimed earlier in the cycle for other gangs of the queue: it counts
-// against the queue's ceiling.
-func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector) ([]unit, map[types.UID]string, error) {
+// need. It returns no victims when the gang cannot fit at all. inFlight
+// is what victims evicted before and still counted in snap take: the
+// deletions run off the scheduling cycle. ahead is room claimed earlier in
+// the cycle for other gangs of the queue: it counts against the queue's
+// ceiling.
+func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFlight flight, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector) ([]unit, map[types.UID]string, error) {
 	own := snap.QueueOf(st)
-	// What is taken per victim queue and gang starts with the victims
-	// evicted before and still counted there: the deletions run off the
-	// scheduling cycle.
-	taken, takenFrom := pl.records.inFlight()
+	taken := inFlight.clone()
 	// The preemptor's dominant share once the members are placed, with
 	// its other members nominated to room evicted earlier and not placed
 	// yet.
@@ -500,7 +502,7 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 		case reclaim: // from another queue: within its budget
 			f := snap.Queues[u.queue]
 			after := f.Allocated.Clone()
-			after.Sub(taken[u.queue])
+			after.Sub(taken.byQueue[u.queue])
 			if !stillOver(after, f.Deserved, members) {
 				continue
 			}
@@ -519,7 +521,7 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 			}
 		case evenShares: // the victim's share must not fall below ours
 			left := u.gangAllocated.Clone()
-			left.Sub(takenFrom[u.gang])
+			left.Sub(taken.byGang[u.gang])
 			left.Sub(u.usage)
 			if shareAfter > snap.DominantShare(left)+shareEpsilon {
 				continue
@@ -529,16 +531,14 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, membe
 			// The whole gang includes its members taken one by one so far.
 			chosen = slices.DeleteFunc(chosen, func(c unit) bool {
 				if c.gang == u.gang {
-					vectorAt(taken, c.queue).Sub(c.usage)
-					vectorAt(takenFrom, c.gang).Sub(c.usage)
+					taken.sub(c)
 					return true
 				}
 				return false
 			})
 		}
 		chosen = append(chosen, u)
-		vectorAt(taken, u.queue).Add(u.usage)
-		vectorAt(takenFrom, u.gang).Add(u.usage)
+		taken.add(u)
 		p, err := fits(chosen)
 		if err != nil {
 			return nil, nil, err

@@ -211,20 +211,55 @@ func (r *Records) nominatedRequests(key gang.Key, except []*v1.Pod) queue.Vector
 	return sum
 }
 
-// inFlight sums, per queue and per gang, the victims being evicted that
-// the gang state still counts as allocated.
-func (r *Records) inFlight() (map[string]queue.Vector, map[gang.Key]queue.Vector) {
-	byQueue, byGang := map[string]queue.Vector{}, map[gang.Key]queue.Vector{}
+// flight is what the victims being evicted take from their queues and
+// gangs while the accounting still counts them.
+type flight struct {
+	byQueue map[string]queue.Vector
+	byGang  map[gang.Key]queue.Vector
+}
+
+func (f flight) clone() flight {
+	c := flight{byQueue: make(map[string]queue.Vector, len(f.byQueue)), byGang: make(map[gang.Key]queue.Vector, len(f.byGang))}
+	for q, v := range f.byQueue {
+		c.byQueue[q] = v.Clone()
+	}
+	for k, v := range f.byGang {
+		c.byGang[k] = v.Clone()
+	}
+	return c
+}
+
+// add counts units chosen as victims.
+func (f flight) add(us ...unit) {
+	for _, u := range us {
+		vectorAt(f.byQueue, u.queue).Add(u.usage)
+		vectorAt(f.byGang, u.gang).Add(u.usage)
+	}
+}
+
+// sub uncounts units that are no longer victims.
+func (f flight) sub(u unit) {
+	vectorAt(f.byQueue, u.queue).Sub(u.usage)
+	vectorAt(f.byGang, u.gang).Sub(u.usage)
+}
+
+// inFlight sums the victims being evicted that the gang state still
+// counts as allocated. Read it before the snapshot it is subtracted from:
+// a victim whose deletion is seen in between is then subtracted from a
+// snapshot that no longer counts it, and reclaim evicts too little (and
+// is tried again), never more than the queue's surplus.
+func (r *Records) inFlight() flight {
+	f := flight{byQueue: map[string]queue.Vector{}, byGang: map[gang.Key]queue.Vector{}}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for uid, v := range r.evicting {
 		if !r.gangs.IsAllocated(v.gang, uid) {
 			continue
 		}
-		vectorAt(byQueue, v.queue).Add(v.usage)
-		vectorAt(byGang, v.gang).Add(v.usage)
+		vectorAt(f.byQueue, v.queue).Add(v.usage)
+		vectorAt(f.byGang, v.gang).Add(v.usage)
 	}
-	return byQueue, byGang
+	return f
 }
 
 // nominatedLocked forgets the gang's nominated members that are no longer
