@@ -24,6 +24,7 @@ import (
 // that makes this replica the holder. The lease, its timings and the
 // elected replica are the scheduler's: there is no second election.
 func Run(ctx context.Context, cc *schedulerserverconfig.CompletedConfig, sched *scheduler.Scheduler, process *batch.Process) error {
+	guardRequeues(sched, cc.InformerFactory.Core().V1().Pods().Lister())
 	if cc.LeaderElection == nil {
 		process.Lead(ctx)
 	} else {
