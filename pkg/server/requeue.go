@@ -47,8 +47,8 @@ func guardRequeues(sched *scheduler.Scheduler, pods corelisters.PodLister) {
 }
 
 func (q *requeueGuard) AddUnschedulablePodIfNotPresent(logger klog.Logger, pInfo *framework.QueuedPodInfo, cycle int64) error {
+	pod := pInfo.Pod // pInfo is the queue's once requeued
 	err := q.SchedulingQueue.AddUnschedulablePodIfNotPresent(logger, pInfo, cycle)
-	pod := pInfo.Pod
 	if err != nil || pod.Spec.SchedulingGroup != nil { // upstream requeues pod group members safely
 		return err
 	}
