@@ -173,6 +173,7 @@ func (p *Process) Batch(ctx context.Context, h fwk.Handle) (*Batch, error) {
 		return nil, err
 	}
 	p.batch = b
+	b.serveMetrics(ctx)
 	logger.Info("Batch state started", "schedulerPluginsPodGroups", m.SchedulerPluginsInstalled(), "upstreamPodGroups", m.UpstreamInstalled())
 	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
 		logger.Info("Feature gate GenericWorkload is on in this scheduler: pods of scheduling.k8s.io PodGroups take kube-scheduler's PodGroup cycle, without Muster's gangs and queues; turn the gate off in muster-scheduler (not in the cluster) to give them both")

@@ -94,6 +94,9 @@ type group struct {
 	created time.Time
 	// tally is the running sums of its status.
 	tally tally
+	// startTimed says the gang's scheduling latency was observed, or will
+	// not be: a member was bound when first seen (see observeStart).
+	startTimed bool
 	// shape caches the gang's shape; what may move it (see shape) clears
 	// it, with m.mu held for writing. Readers holding m.mu for reading may
 	// fill it.

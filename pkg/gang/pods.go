@@ -188,6 +188,9 @@ func (m *Manager) upsert(pod *v1.Pod) (key Key, ok bool, c change) {
 	if c := pod.CreationTimestamp.Time; g.created.IsZero() || c.Before(g.created) {
 		g.created = c
 	}
+	if !g.startTimed && pod.Spec.NodeName != "" {
+		m.observeStart(key, g, old)
+	}
 	m.mu.Unlock()
 	return key, true, c
 }

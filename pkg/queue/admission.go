@@ -44,30 +44,51 @@ func (snap *Snapshot) ancestry(name string) []*Figures {
 // A gang of one pod is checked but not recorded as admitted: nothing of it
 // counts as inqueue.
 func (s *State) Admit(st *gang.Status, snap *Snapshot) (bool, string) {
+	ok, why, _ := s.Decide(st, snap)
+	return ok, why
+}
+
+// Decide is Admit, and also says which of a bounded set of reasons
+// (Reason…) decided, for metrics: "" when the gang was admitted before
+// and nothing was decided now.
+func (s *State) Decide(st *gang.Status, snap *Snapshot) (ok bool, why, reason string) {
 	g := snap.Gang(st.Key)
 	if g == nil {
-		return false, "the gang is not known to the queue accounting yet"
+		return false, "the gang is not known to the queue accounting yet", ReasonNotAccounted
 	}
 	if g.Admitted {
-		return true, ""
+		return true, "", ""
 	}
-	if ok, why := s.admissible(snap, st.Key.Namespace, g.Queue, g.MinResources, false); !ok {
-		return false, why
+	if ok, why, reason := s.admissible(snap, st.Key.Namespace, g.Queue, g.MinResources, false); !ok {
+		return false, why, reason
 	}
 	if st.Spec.MinMember <= 1 && len(st.Spec.MinTaskMember) == 0 {
 		// A gang of one starts with its single placement, checked against
 		// the ceiling right after: holding its minimum as inqueue would
 		// only keep the queue's other pods out while this one waits in
 		// backoff for room.
-		return true, ""
+		return true, "", ReasonFits
 	}
 	s.mu.Lock()
 	s.admitted[st.Key] = true
 	s.dirty[st.Key] = true
 	s.updateFigures(st.Key, func(g *GangFigures) { g.Admitted = true })
 	s.mu.Unlock()
-	return true, ""
+	return true, "", ReasonFits
 }
+
+// Reasons of an admission decision: a fixed set, for metric labels.
+const (
+	ReasonFits            = "Fits"
+	ReasonNotAccounted    = "NotAccounted"
+	ReasonQueueMissing    = "QueueMissing"
+	ReasonQueueInvalid    = "QueueInvalid"
+	ReasonNotLeaf         = "NotLeaf"
+	ReasonQueueClosed     = "QueueClosed"
+	ReasonNamespaceDenied = "NamespaceDenied"
+	ReasonOverCeiling     = "OverCeiling"
+	ReasonOvercommit      = "Overcommit"
+)
 
 // WouldAdmit says whether a gang of that namespace and queue ("" for the
 // default queue) with minimum min may be enqueued now, recording nothing:
@@ -82,43 +103,47 @@ func (s *State) WouldAdmit(snap *Snapshot, namespace, queue string, min Vector) 
 	if queue == "" {
 		queue = v1alpha1.DefaultQueue
 	}
-	return s.admissible(snap, namespace, queue, min, true)
+	ok, why, _ := s.admissible(snap, namespace, queue, min, true)
+	return ok, why
 }
 
 // admissible checks what Admit requires of a gang of that namespace, queue
 // and minimum; for an enqueue, against realCapability (see WouldAdmit).
-func (s *State) admissible(snap *Snapshot, namespace, queue string, min Vector, enqueue bool) (bool, string) {
+func (s *State) admissible(snap *Snapshot, namespace, queue string, min Vector, enqueue bool) (bool, string, string) {
 	chain := snap.ancestry(queue)
 	if len(chain) == 0 {
-		return false, fmt.Sprintf("queue %s does not exist", queue)
+		return false, fmt.Sprintf("queue %s does not exist", queue), ReasonQueueMissing
 	}
 	leaf := chain[0]
 	switch {
 	case leaf.Invalid != "":
-		return false, fmt.Sprintf("queue %s: %s", leaf.Name, leaf.Invalid)
+		return false, fmt.Sprintf("queue %s: %s", leaf.Name, leaf.Invalid), ReasonQueueInvalid
 	case !leaf.IsLeaf():
-		return false, fmt.Sprintf("queue %s has child queues; gangs belong in leaf queues", leaf.Name)
+		return false, fmt.Sprintf("queue %s has child queues; gangs belong in leaf queues", leaf.Name), ReasonNotLeaf
 	}
 	for _, f := range chain {
 		if f.Closed {
-			return false, fmt.Sprintf("queue %s is closed", f.Name)
+			return false, fmt.Sprintf("queue %s is closed", f.Name), ReasonQueueClosed
 		}
 	}
 	if ok, why := snap.Permits(namespace, queue); !ok {
-		return false, why
+		return false, why, ReasonNamespaceDenied
 	}
 	if enqueue {
 		// What it reserves is bounded by its queue alone (see WouldAdmit).
 		why := overCeiling(chain, min, func(f *Figures) Vector { return f.RealCapability }, "realCapability")
-		return why == "", why
+		if why != "" {
+			return false, why, ReasonOverCeiling
+		}
+		return true, "", ReasonFits
 	}
 	if why := overCeiling(chain, min, snap.Ceiling, snap.ceilingName()); why != "" && !snap.Lends(queue, min, nil, true) {
-		return false, why
+		return false, why, ReasonOverCeiling
 	}
 	if ok, r := s.overcommitted(queue, min, snap, withinDeserved(leaf, min)); !ok {
-		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit)
+		return false, fmt.Sprintf("cluster: %s would be committed beyond %.2f × allocatable", r, s.overcommit), ReasonOvercommit
 	}
-	return true, ""
+	return true, "", ReasonFits
 }
 
 // overCeiling says which queue of the chain would go over its ceiling (as

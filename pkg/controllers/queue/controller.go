@@ -42,7 +42,6 @@ type Controller struct {
 	lister   musterlisters.QueueLister
 	state    *queue.State
 	gangs    *gang.Manager
-	pgs      musterlisters.PodGroupLister
 	recorder events.EventRecorder
 	// volcano and volcanoLister are nil unless Volcano's Queues are
 	// queues too (WithVolcano).
@@ -52,7 +51,7 @@ type Controller struct {
 
 // New builds the controller.
 func New(client musterclient.Interface, lister musterlisters.QueueLister, state *queue.State, gangs *gang.Manager, recorder events.EventRecorder) *Controller {
-	return &Controller{client: client, lister: lister, state: state, gangs: gangs, pgs: gangs.PodGroupLister(), recorder: recorder}
+	return &Controller{client: client, lister: lister, state: state, gangs: gangs, recorder: recorder}
 }
 
 // Run updates every queue, then again a period after each update ends,
@@ -116,21 +115,33 @@ func (c *Controller) ensureDefault(ctx context.Context) error {
 
 // phaseCounts counts each queue's gangs per phase.
 func (c *Controller) phaseCounts(snap *queue.Snapshot) map[string]map[v1alpha1.PodGroupPhase]int32 {
+	return PhaseCounts(c.gangs, snap)
+}
+
+// PhaseCounts counts each queue's gangs per phase, as Queue status shows
+// them (and Muster's metrics). With no queue accounting (snap nil) every
+// valid gang counts as admitted, in the queue it names.
+func PhaseCounts(gangs *gang.Manager, snap *queue.Snapshot) map[string]map[v1alpha1.PodGroupPhase]int32 {
 	out := map[string]map[v1alpha1.PodGroupPhase]int32{}
+	queueOf := queue.QueueOf
+	if snap != nil {
+		queueOf = snap.QueueOf
+	}
+	pgs := gangs.PodGroupLister()
 	counted := map[gang.Key]bool{}
-	for _, st := range c.gangs.Statuses() {
+	for _, st := range gangs.Statuses() {
 		if st.Members == 0 {
 			continue
 		}
 		counted[st.Key] = true
 		prev := v1alpha1.PodGroupPhase("")
 		if st.Key.Family == gang.FamilyMuster {
-			if pg, err := c.pgs.PodGroups(st.Key.Namespace).Get(st.Key.Name); err == nil {
+			if pg, err := pgs.PodGroups(st.Key.Namespace).Get(st.Key.Name); err == nil {
 				prev = pg.Status.Phase
 			}
 		}
 		phase := podgroup.PhaseOf(&st, prev)
-		if phase == v1alpha1.PodGroupInqueue {
+		if phase == v1alpha1.PodGroupInqueue && snap != nil {
 			if g := snap.Gang(st.Key); g == nil || !g.Admitted {
 				phase = v1alpha1.PodGroupPending
 			}
@@ -138,21 +149,21 @@ func (c *Controller) phaseCounts(snap *queue.Snapshot) map[string]map[v1alpha1.P
 		if phase == v1alpha1.PodGroupPending && st.Enqueued {
 			phase = v1alpha1.PodGroupInqueue // its members are still coming
 		}
-		count(out, snap.QueueOf(&st), phase)
+		count(out, queueOf(&st), phase)
 	}
 	// Volcano PodGroups with no pod: enqueued or waiting for it, or done
 	// with their pods gone; their phase is what Muster wrote.
-	for _, key := range c.gangs.VolcanoKeys() {
-		pg := c.gangs.VolcanoPodGroup(key)
+	for _, key := range gangs.VolcanoKeys() {
+		pg := gangs.VolcanoPodGroup(key)
 		if pg == nil || counted[key] {
 			continue
 		}
-		if st := c.gangs.Status(key); st.Members == 0 {
+		if st := gangs.Status(key); st.Members == 0 {
 			phase := v1alpha1.PodGroupPhase(pg.Status.Phase)
 			if phase == "" {
 				phase = v1alpha1.PodGroupPending
 			}
-			count(out, snap.QueueOf(&st), phase)
+			count(out, queueOf(&st), phase)
 		}
 	}
 	return out

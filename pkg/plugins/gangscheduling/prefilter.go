@@ -13,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/metrics"
 	"github.com/muster-sched/muster/pkg/placement"
 )
 
@@ -75,6 +76,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if msg != "" {
 		logger.V(3).Info("Gang cannot be placed whole", "gang", key, "reason", msg)
 		pl.manager.RecordFailure(key, msg, now)
+		metrics.PlacementAttempts.WithLabelValues(metrics.Unschedulable).Inc()
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, msg))
 	}
 	plan := make(map[types.UID]string, len(nodes)+len(placed))
@@ -91,6 +93,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		return nil, waitForPlan(state, key, fmt.Sprintf("waiting while the gang's plan is made (%d of %d members planned)", len(plan), len(plan)+len(todo)))
 	}
 	logger.V(4).Info("Gang placement planned", "gang", key, "members", len(plan))
+	metrics.PlacementAttempts.WithLabelValues(metrics.Placed).Inc()
 	if node, ok := plan[pod.UID]; ok {
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/metrics"
 )
 
 // evict marks the victims, then deletes them (see marks.go), and says why,
@@ -45,11 +46,8 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 			}
 		}
 	}
-	type victimGang struct {
-		key gang.Key
-		why reason
-	}
 	byGang := map[victimGang]int{}
+	before := pl.victimStatus(units)
 	// After a failed deletion the unit in progress is finished, so that no
 	// victim gang is left running below its minimum, and the units not
 	// started are left alone: the gang chooses afresh.
@@ -75,7 +73,7 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 				failed = true
 				continue
 			}
-			byGang[victimGang{u.gang, u.reason}]++
+			byGang[victimGang{u.gang, u.queue, u.reason}]++
 			pl.recorder.Eventf(p, preemptorPod, v1.EventTypeNormal, event, "Evict", "evicted %s", why)
 		}
 	}
@@ -89,11 +87,65 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 	}
 	sort.Strings(parts)
 	logger.Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
+	countEvicted(logger, byGang, before)
 	if failed {
 		// Not all the room was made: the gang chooses again now rather
 		// than after its backoff.
 		pl.records.activate(preemptor)
 	}
+}
+
+// victimGang is a victim gang and why it was evicted.
+type victimGang struct {
+	key   gang.Key
+	queue string
+	why   reason
+}
+
+// victimStatus is the status of every victim gang before the deletions.
+func (pl *Plugin) victimStatus(units []unit) map[gang.Key]gang.Status {
+	out := make(map[gang.Key]gang.Status, len(units))
+	for _, u := range units {
+		if _, ok := out[u.gang]; !ok {
+			out[u.gang] = pl.gangs.Status(u.gang)
+		}
+	}
+	return out
+}
+
+// countEvicted counts one eviction in the metrics: the pods deleted, by
+// victim queue and reason; how many one preemptor took; and the victim
+// gangs it left with some but fewer than minMember members placed (before
+// holds their status before the deletions), which reclaim must never do.
+func countEvicted(logger klog.Logger, byGang map[victimGang]int, before map[gang.Key]gang.Status) {
+	total := 0
+	deleted := map[gang.Key]int32{}
+	for v, n := range byGang {
+		metrics.Evictions.WithLabelValues(v.queue, v.why.label()).Add(float64(n))
+		deleted[v.key] += int32(n)
+		total += n
+	}
+	if total > 0 {
+		metrics.EvictionVictims.Observe(float64(total))
+	}
+	for key, n := range deleted {
+		st := before[key]
+		if left := st.Placed - n; st.Placed >= st.Spec.MinMember && left > 0 && left < st.Spec.MinMember {
+			logger.Error(nil, "Eviction left a gang below minMember", "gang", key, "placed", left, "minMember", st.Spec.MinMember)
+			metrics.GangsBroken.Inc()
+		}
+	}
+}
+
+// label is the reason's value in metrics.
+func (r reason) label() string {
+	switch r {
+	case preempt:
+		return "preempt"
+	case evenShares:
+		return "even_shares"
+	}
+	return "reclaim"
 }
 
 // evictTimeout bounds the marks and deletions of one eviction.

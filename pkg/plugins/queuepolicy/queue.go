@@ -25,6 +25,7 @@ import (
 	"github.com/muster-sched/muster/apis/config/validation"
 	"github.com/muster-sched/muster/pkg/batch"
 	"github.com/muster-sched/muster/pkg/gang"
+	"github.com/muster-sched/muster/pkg/metrics"
 	"github.com/muster-sched/muster/pkg/placement"
 	"github.com/muster-sched/muster/pkg/queue"
 )
@@ -162,7 +163,15 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Skip) // Gang says why
 	}
 	snap := pl.state.Refresh()
-	if ok, why := pl.state.Admit(&st, snap); !ok {
+	ok, why, reason := pl.state.Decide(&st, snap)
+	if reason != "" {
+		result := metrics.Admitted
+		if !ok {
+			result = metrics.Refused
+		}
+		metrics.AdmissionDecisions.WithLabelValues(snap.QueueOf(&st), result, reason).Inc()
+	}
+	if !ok {
 		klog.FromContext(ctx).V(3).Info("Gang not admitted", "gang", key, "reason", why)
 		pl.gangs.SetWaiting(key, why)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)

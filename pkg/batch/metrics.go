@@ -1,0 +1,76 @@
+package batch
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+
+	queuecontroller "github.com/muster-sched/muster/pkg/controllers/queue"
+	"github.com/muster-sched/muster/pkg/metrics"
+	"github.com/muster-sched/muster/pkg/queue"
+)
+
+// serveMetrics makes b the source of Muster's gauges until ctx (the
+// scheduler's) ends; a scheduler built later in the process replaces it.
+func (b *Batch) serveMetrics(ctx context.Context) {
+	metrics.Register()
+	src := &metricsSource{b}
+	metrics.SetSource(src)
+	context.AfterFunc(ctx, func() { metrics.ClearSource(src) })
+}
+
+// metricsSource reads the gauges from the batch state at scrape time: the
+// queue accounting's latest snapshot (the leader refreshes it every
+// second; on a follower it is as old as the replica's last refresh) and
+// the gang state, which every replica keeps from its informers.
+type metricsSource struct{ b *Batch }
+
+func (s *metricsSource) Queues() []metrics.QueueFigures {
+	qs := s.b.Queues()
+	if qs == nil {
+		return nil
+	}
+	snap := qs.Last()
+	if snap == nil {
+		return nil
+	}
+	out := make([]metrics.QueueFigures, 0, len(snap.Queues))
+	for name, f := range snap.Queues {
+		out = append(out, metrics.QueueFigures{
+			Name: name, Allocated: baseUnits(f.Allocated), Deserved: baseUnits(f.Deserved),
+			Capability: baseUnits(f.RealCapability), Guarantee: baseUnits(f.Guarantee),
+			Inqueue: baseUnits(f.Inqueue), Share: f.Share(),
+		})
+	}
+	return out
+}
+
+func (s *metricsSource) Gangs() []metrics.GangCount {
+	var snap *queue.Snapshot
+	if qs := s.b.Queues(); qs != nil {
+		snap = qs.Last()
+		if snap == nil {
+			return nil
+		}
+	}
+	var out []metrics.GangCount
+	for q, phases := range queuecontroller.PhaseCounts(s.b.Gangs, snap) {
+		for p, n := range phases {
+			out = append(out, metrics.GangCount{Queue: q, Phase: string(p), Count: int(n)})
+		}
+	}
+	return out
+}
+
+// baseUnits converts a Vector (cpu in millicores) to base units.
+func baseUnits(v queue.Vector) map[string]float64 {
+	out := make(map[string]float64, len(v))
+	for r, n := range v {
+		if r == v1.ResourceCPU {
+			out[string(r)] = float64(n) / 1000
+		} else {
+			out[string(r)] = float64(n)
+		}
+	}
+	return out
+}
