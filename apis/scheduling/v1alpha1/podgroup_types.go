@@ -117,6 +117,11 @@ type PodGroupStatus struct {
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queue`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`,priority=1
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`,priority=1
+// +kubebuilder:printcolumn:name="Min-CPU",type=string,JSONPath=`.spec.minResources.cpu`,priority=1
+// +kubebuilder:printcolumn:name="Min-Memory",type=string,JSONPath=`.spec.minResources.memory`,priority=1
+// +kubebuilder:printcolumn:name="Min-GPU",type=string,JSONPath=`.spec.minResources.nvidia\.com/gpu`,priority=1
 type PodGroup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

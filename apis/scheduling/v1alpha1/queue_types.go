@@ -157,6 +157,12 @@ type QueueStatus struct {
 // +kubebuilder:printcolumn:name="CPU-Deserved",type=string,JSONPath=`.status.deserved.cpu`
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Memory-Allocated",type=string,JSONPath=`.status.allocated.memory`,priority=1
+// +kubebuilder:printcolumn:name="Memory-Deserved",type=string,JSONPath=`.status.deserved.memory`,priority=1
+// +kubebuilder:printcolumn:name="GPU-Allocated",type=string,JSONPath=`.status.allocated.nvidia\.com/gpu`,priority=1
+// +kubebuilder:printcolumn:name="GPU-Deserved",type=string,JSONPath=`.status.deserved.nvidia\.com/gpu`,priority=1
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pending`,priority=1
+// +kubebuilder:printcolumn:name="Inqueue",type=integer,JSONPath=`.status.inqueue`,priority=1
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
