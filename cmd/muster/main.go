@@ -9,10 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	kubeversion "k8s.io/component-base/version"
 
 	"github.com/muster-sched/muster/config"
 	"github.com/muster-sched/muster/pkg/controlplane"
@@ -31,9 +34,20 @@ func newCommand() *cobra.Command {
 		Short:         "Muster: batch scheduling inside kube-scheduler",
 		SilenceUsage:  true,
 		SilenceErrors: false,
+		// --version is component-base's flag (verflag), which the
+		// scheduler packages register on the process's flag set: cobra's
+		// own would clash with it.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f := cmd.Flags().Lookup("version"); f != nil && f.Value.String() != "false" {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), "muster", version())
+				return err
+			}
+			return cmd.Help()
+		},
 	}
 	root.AddCommand(newSandboxCommand())
 	root.AddCommand(newBenchCommand())
+	root.AddCommand(newExplainCommand())
 	return root
 }
 
@@ -87,4 +101,26 @@ func readSchedulerConfig(name string) ([]byte, error) {
 		return nil, fmt.Errorf("--config %s is neither a shipped configuration nor a readable file: %w", name, err)
 	}
 	return data, nil
+}
+
+// version is Muster's module version or commit, and the Kubernetes release
+// it is built on: the Makefile's ldflags, else the k8s.io/kubernetes module.
+func version() string {
+	v, kube := "(devel)", kubeversion.Get().GitVersion
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && v == "(devel)" {
+				v = s.Value
+			}
+		}
+		for _, d := range info.Deps {
+			if d.Path == "k8s.io/kubernetes" && strings.HasPrefix(kube, "v0.0.0") {
+				kube = d.Version
+			}
+		}
+	}
+	return fmt.Sprintf("%s (Kubernetes %s)", v, kube)
 }

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/controlplane"
+	"github.com/muster-sched/muster/pkg/inspect"
 	"github.com/muster-sched/muster/pkg/requests"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
@@ -108,15 +108,15 @@ func (r *report) write(out io.Writer) {
 		alloc := n.node.Status.Allocatable
 		gpu := "-"
 		if q, ok := alloc[simulator.GPUResource]; ok && !q.IsZero() {
-			gpu = fmt.Sprintf("%s/%s", qty(n.used, simulator.GPUResource), q.String())
+			gpu = fmt.Sprintf("%s/%s", inspect.Qty(n.used, simulator.GPUResource), q.String())
 		}
 		pods := "-"
 		if len(n.pods) > 0 {
 			pods = strings.Join(n.pods, " ")
 		}
 		fmt.Fprintf(w, "%s\t%s/%s\t%s/%s\t%s\t%s\n", n.node.Name,
-			qty(n.used, v1.ResourceCPU), qty(alloc, v1.ResourceCPU),
-			qty(n.used, v1.ResourceMemory), qty(alloc, v1.ResourceMemory), gpu, pods)
+			inspect.Qty(n.used, v1.ResourceCPU), inspect.Qty(alloc, v1.ResourceCPU),
+			inspect.Qty(n.used, v1.ResourceMemory), inspect.Qty(alloc, v1.ResourceMemory), gpu, pods)
 	}
 	w.Flush()
 
@@ -136,47 +136,17 @@ func (r *report) write(out io.Writer) {
 		fmt.Fprintln(w, "QUEUE\tWEIGHT\tSTATE\tALLOCATED\tDESERVED\tWHY")
 		for _, q := range r.Queues {
 			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", q.Name, q.Spec.Weight, orDash(string(q.Status.State)),
-				list(q.Status.Allocated), list(q.Status.Deserved), conditionMessages(q.Status.Conditions))
+				inspect.List(q.Status.Allocated), inspect.List(q.Status.Deserved), conditionMessages(q.Status.Conditions))
 		}
 		w.Flush()
 	}
 	if len(r.Pending) > 0 {
+		// The same line `muster explain` gives for each waiting member.
 		fmt.Fprintln(out, "\nPENDING")
 		for _, p := range r.Pending {
-			why := scheduledMessage(p)
-			if why == "" {
-				why = "not tried yet"
-			}
-			fmt.Fprintf(out, "  %s/%s: %s\n", p.Namespace, p.Name, why)
+			fmt.Fprintf(out, "  %s\n", inspect.PendingLine(p))
 		}
 	}
-}
-
-// qty formats a resource amount for people: cores, binary memory units.
-func qty(l v1.ResourceList, name v1.ResourceName) string {
-	q, ok := l[name]
-	if !ok {
-		return "0"
-	}
-	switch name {
-	case v1.ResourceCPU:
-		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", float64(q.MilliValue())/1000), "0"), ".")
-	case v1.ResourceMemory:
-		return resource.NewQuantity(q.Value(), resource.BinarySI).String()
-	}
-	return q.String()
-}
-
-func list(l v1.ResourceList) string {
-	if len(l) == 0 {
-		return "-"
-	}
-	var parts []string
-	for name := range l {
-		parts = append(parts, string(name)+"="+qty(l, name))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
 }
 
 func conditionMessages(conds []metav1.Condition) string {

@@ -13,13 +13,13 @@ import (
 	"reflect"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
 	"github.com/muster-sched/muster/pkg/controlplane"
+	"github.com/muster-sched/muster/pkg/inspect"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
 
@@ -161,7 +161,7 @@ func waitSettled(ctx context.Context, cp *controlplane.ControlPlane, settle, tim
 		}
 		now := map[string]string{}
 		for _, p := range pods.Items {
-			now[p.Namespace+"/"+p.Name] = p.Spec.NodeName + "|" + string(p.Status.Phase) + "|" + scheduledMessage(&p)
+			now[p.Namespace+"/"+p.Name] = p.Spec.NodeName + "|" + string(p.Status.Phase) + "|" + inspect.Waiting(&p)
 		}
 		groups, err := cp.Muster.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -190,14 +190,4 @@ func waitSettled(ctx context.Context, cp *controlplane.ControlPlane, settle, tim
 		return nil // timed out: report what there is
 	}
 	return err
-}
-
-// scheduledMessage is why the scheduler left the pod pending, if it did.
-func scheduledMessage(p *v1.Pod) string {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
-			return c.Message
-		}
-	}
-	return ""
 }

@@ -1,0 +1,138 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/inspect"
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ (muster explain, muster top)")
+
+// inspectClients connects as `muster explain` does: through a kubeconfig.
+func inspectClients(t *testing.T) inspect.Clients {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inspect.Clients{Kube: kubernetes.NewForConfigOrDie(cfg), Dynamic: dynamic.NewForConfigOrDie(cfg)}
+}
+
+// golden compares got, with the case's generated namespace written
+// it-xxxxx (same length: columns stay aligned), with the file
+// testdata/name; -update rewrites the file.
+func (e *env) golden(name, got string) {
+	e.t.Helper()
+	got = strings.ReplaceAll(got, e.ns, "it-"+strings.Repeat("x", len(e.ns)-len("it-")))
+	file := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			e.t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		e.t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		e.t.Errorf("%s changed (-want +got; -update rewrites it):\n%s", file, diff)
+	}
+}
+
+// explain runs `muster explain` and returns its text and JSON.
+func (e *env) explain(kind, name string) (text, structured string) {
+	e.t.Helper()
+	x, err := inspect.Explain(e.ctx, inspectClients(e.t.(*testing.T)), kind, e.ns, name)
+	if err != nil {
+		e.t.Fatalf("explain %s %s: %v", kind, name, err)
+	}
+	var out bytes.Buffer
+	x.Write(&out)
+	data, err := json.MarshalIndent(x, "", "  ")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out.String(), string(data) + "\n"
+}
+
+// waitPodsWhy waits until every named pod's PodScheduled condition says why
+// it waits, and that reason stays for a while (the scheduler retries).
+func (e *env) waitPodsWhy(names ...string) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	last, stable := "", time.Time{}
+	for time.Now().Before(deadline) {
+		var whys []string
+		for _, n := range names {
+			p, err := cluster.Client.CoreV1().Pods(e.ns).Get(e.ctx, n, metav1.GetOptions{})
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			whys = append(whys, inspect.Waiting(p))
+		}
+		now := strings.Join(whys, "\n")
+		if now != last {
+			last, stable = now, time.Now()
+		} else if !strings.Contains(now, "not tried yet") && time.Since(stable) > time.Second {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Fatalf("pods %v did not settle on a reason: %s", names, last)
+}
+
+func TestExplain(t *testing.T) {
+	t.Run("a gang beyond its queue's capability", func(t *testing.T) {
+		e := newEnv(t)
+		e.nodes("n", 4, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+		e.queue("explain-small", v1alpha1.QueueSpec{Capability: res("cpu", "6")})
+		// The queue's gangs are listed from every namespace: leave none behind.
+		t.Cleanup(func() {
+			_ = cluster.Muster.SchedulingV1alpha1().PodGroups(e.ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
+		})
+		e.startScheduler(gangConfig(t))
+		e.podGroup("big", v1alpha1.PodGroupSpec{MinMember: 4, Queue: "explain-small"})
+		members := e.members("big", 4, "2", map[string]string{v1alpha1.LabelPodGroup: "big"})
+		e.waitPodGroup("big", "refused by the queue", func(s *v1alpha1.PodGroupStatus) bool {
+			c := scheduledCondition(s)
+			return s.Phase == v1alpha1.PodGroupPending && c != nil && strings.HasPrefix(c.Message, "queue explain-small:")
+		})
+		e.waitPodsWhy(members...)
+		text, structured := e.explain("podgroup", "big")
+		e.golden("explain-podgroup.txt", text)
+		e.golden("explain-podgroup.json", structured)
+		text, _ = e.explain("pod", "big-0")
+		e.golden("explain-pod.txt", text)
+		text, _ = e.explain("queue", "explain-small")
+		e.golden("explain-queue.txt", text)
+	})
+	t.Run("a label-only gang its queue admits and no node fits", func(t *testing.T) {
+		e := newEnv(t)
+		e.nodes("n", 3, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+		e.queue("explain-open", v1alpha1.QueueSpec{})
+		e.startScheduler(gangConfig(t))
+		labels := musterLabels("wide", 2)
+		labels[v1alpha1.LabelQueue] = "explain-open"
+		members := e.members("wide", 2, "5", labels)
+		e.waitPodsWhy(members...)
+		text, _ := e.explain("pod", "wide-1")
+		e.golden("explain-nodes.txt", text)
+	})
+}
