@@ -23,7 +23,11 @@ import (
 )
 
 func main() {
-	if err := newCommand().Execute(); err != nil {
+	// Interrupted, `muster top --watch` stops between refreshes.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
 		os.Exit(1)
 	}
 }
@@ -48,6 +52,7 @@ func newCommand() *cobra.Command {
 	root.AddCommand(newSandboxCommand())
 	root.AddCommand(newBenchCommand())
 	root.AddCommand(newExplainCommand())
+	root.AddCommand(newTopCommand())
 	return root
 }
 

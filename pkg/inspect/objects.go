@@ -42,6 +42,14 @@ var groupKinds = []groupKind{
 var (
 	musterQueues  = schema.GroupVersionResource{Group: "scheduling.muster.dev", Version: "v1alpha1", Resource: "queues"}
 	volcanoQueues = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
+	// queueGVRs and queueKinds: the Queue APIs, Muster's first.
+	queueGVRs  = []schema.GroupVersionResource{musterQueues, volcanoQueues}
+	queueKinds = []string{musterQueueKind, volcanoQueueKind}
+)
+
+const (
+	musterQueueKind  = "Queue.scheduling.muster.dev"
+	volcanoQueueKind = "Queue.scheduling.volcano.sh"
 )
 
 // group is a gang as its PodGroup (of any kind) or its labels describe it.

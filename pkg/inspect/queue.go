@@ -46,14 +46,14 @@ type queueLists struct {
 func (c Clients) getQueue(ctx context.Context, name string) (*Queue, error) {
 	obj, err := c.Dynamic.Resource(musterQueues).Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
-		return queueOf("Queue.scheduling.muster.dev", obj), nil
+		return queueOf(musterQueueKind, obj), nil
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err
 	}
 	obj, err = c.Dynamic.Resource(volcanoQueues).Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
-		return queueOf("Queue.scheduling.volcano.sh", obj), nil
+		return queueOf(volcanoQueueKind, obj), nil
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("queue %q not found (neither a Muster nor a Volcano Queue)", name)
@@ -74,7 +74,7 @@ func queueOf(kind string, obj *unstructured.Unstructured) *Queue {
 		*f.to, _, _ = unstructured.NestedInt64(obj.Object, "status", f.name)
 	}
 	guaranteePath := []string{"spec", "guarantee"}
-	if kind == "Queue.scheduling.volcano.sh" {
+	if kind == volcanoQueueKind {
 		guaranteePath = []string{"spec", "guarantee", "resource"}
 	}
 	q.raw = queueLists{

@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/inspect"
+	"github.com/muster-sched/muster/pkg/simulator"
+)
+
+// topOf runs `muster top` (-o wide when wide) on the case's queues, named
+// top-*: other cases' queues may outlive them for a moment.
+func (e *env) topOf(wide bool) (text, structured string) {
+	e.t.Helper()
+	rows, err := inspect.Top(e.ctx, inspectClients(e.t.(*testing.T)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var mine []inspect.TopQueue
+	for _, r := range rows {
+		if strings.HasPrefix(r.Name, "top-") {
+			mine = append(mine, r)
+		}
+	}
+	var out bytes.Buffer
+	inspect.WriteTop(&out, mine, wide)
+	data, err := json.MarshalIndent(mine, "", "  ")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out.String(), string(data) + "\n"
+}
+
+// waitTopSettled waits until `muster top` has said the same for a second.
+func (e *env) waitTopSettled(ok func(string) bool) {
+	e.t.Helper()
+	last, since := "", time.Now()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		now, _ := e.topOf(true)
+		if now != last {
+			last, since = now, time.Now()
+		} else if ok(now) && time.Since(since) > time.Second {
+			return
+		}
+	}
+	e.t.Fatalf("muster top did not settle:\n%s", last)
+}
+
+func TestTop(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 4, simulator.NodeShape{CPU: "8", Memory: "32Gi", GPUs: 2})
+	e.queue("top-org", v1alpha1.QueueSpec{Weight: 1})
+	e.queue("top-a", v1alpha1.QueueSpec{Weight: 1, Parent: "top-org", Capability: res(string(simulator.GPUResource), "4")})
+	e.queue("top-b", v1alpha1.QueueSpec{Weight: 3, Parent: "top-org"})
+	e.queue("top-solo", v1alpha1.QueueSpec{Weight: 1, Guarantee: res("cpu", "2")})
+	e.startScheduler(gangConfig(t))
+	// top-a runs a gang of two 2-cpu 1-GPU members; top-b waits for a gang
+	// no node fits; top-solo runs a pod of its own.
+	for _, name := range names("train", 2) {
+		p := e.pod(name, map[v1.ResourceName]string{v1.ResourceCPU: "2", simulator.GPUResource: "1"})
+		p.Labels = musterLabels("train", 2)
+		p.Labels[v1alpha1.LabelQueue] = "top-a"
+		e.create(p)
+	}
+	wide := musterLabels("wide", 2)
+	wide[v1alpha1.LabelQueue] = "top-b"
+	e.members("wide", 2, "10", wide)
+	e.create(e.member("solo", "1", map[string]string{v1alpha1.LabelQueue: "top-solo"}))
+	e.waitBound("train-0", "train-1", "solo")
+	e.waitTopSettled(func(s string) bool { return strings.Contains(s, "top-b") })
+
+	text, structured := e.topOf(false)
+	e.golden("top.txt", text)
+	e.golden("top.json", structured)
+	text, _ = e.topOf(true)
+	e.golden("top-wide.txt", text)
+}
