@@ -38,6 +38,7 @@ import (
 	"github.com/muster-sched/muster/pkg/gang"
 	musterclient "github.com/muster-sched/muster/pkg/generated/clientset/versioned"
 	musterinformers "github.com/muster-sched/muster/pkg/generated/informers/externalversions"
+	"github.com/muster-sched/muster/pkg/metrics"
 	"github.com/muster-sched/muster/pkg/queue"
 )
 
@@ -173,7 +174,7 @@ func (p *Process) Batch(ctx context.Context, h fwk.Handle) (*Batch, error) {
 		return nil, err
 	}
 	p.batch = b
-	b.serveMetrics(ctx)
+	metrics.Register()
 	logger.Info("Batch state started", "schedulerPluginsPodGroups", m.SchedulerPluginsInstalled(), "upstreamPodGroups", m.UpstreamInstalled())
 	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
 		logger.Info("Feature gate GenericWorkload is on in this scheduler: pods of scheduling.k8s.io PodGroups take kube-scheduler's PodGroup cycle, without Muster's gangs and queues; turn the gate off in muster-scheduler (not in the cluster) to give them both")
@@ -383,6 +384,9 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		context.AfterFunc(p.leadCtx, cancel)
+		// The gauges are the leader's: a follower's queue figures are not
+		// refreshed, and dashboards sum over replicas.
+		b.serveMetrics(ctx)
 		// Events recorded before (none: a follower does not schedule)
 		// are dropped.
 		broadcaster.StartRecordingToSink(ctx.Done())

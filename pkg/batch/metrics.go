@@ -11,18 +11,16 @@ import (
 )
 
 // serveMetrics makes b the source of Muster's gauges until ctx (the
-// scheduler's) ends; a scheduler built later in the process replaces it.
+// leader's) ends; a scheduler that leads later in the process replaces it.
 func (b *Batch) serveMetrics(ctx context.Context) {
-	metrics.Register()
 	src := &metricsSource{b}
 	metrics.SetSource(src)
 	context.AfterFunc(ctx, func() { metrics.ClearSource(src) })
 }
 
 // metricsSource reads the gauges from the batch state at scrape time: the
-// queue accounting's latest snapshot (the leader refreshes it every
-// second; on a follower it is as old as the replica's last refresh) and
-// the gang state, which every replica keeps from its informers.
+// queue accounting's latest snapshot (the leader's Queue status controller
+// refreshes it every second) and the gang state.
 type metricsSource struct{ b *Batch }
 
 func (s *metricsSource) Queues() []metrics.QueueFigures {
