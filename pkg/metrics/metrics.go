@@ -93,8 +93,13 @@ var (
 // registry, once per process.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(GangSchedulingDuration, AdmissionDecisions, PlacementAttempts,
-			Evictions, EvictionVictims, GangsBroken)
+		legacyregistry.MustRegister(registerables()...)
 		legacyregistry.CustomMustRegister(state)
 	})
+}
+
+// registerables are the counters and histograms Register registers.
+func registerables() []metrics.Registerable {
+	return []metrics.Registerable{GangSchedulingDuration, AdmissionDecisions, PlacementAttempts,
+		Evictions, EvictionVictims, GangsBroken}
 }

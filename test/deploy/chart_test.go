@@ -34,8 +34,9 @@ var valueSets = []struct {
 	{"ci-replace-default", []string{"-f", filepath.Join(chartDir, "ci", "replace-default-values.yaml")}},
 	{"single-replica-no-election", []string{"--set", "replicas=1,leaderElection.enabled=false"}},
 	{"volcano-profile", []string{"--set", "volcanoProfile=true"}},
+	{"dashboard", []string{"--set", "metrics.dashboard.enabled=true"}},
 	{"everything-on", []string{
-		"--set", "plugins.binpack.enabled=true,metrics.serviceMonitor.enabled=true,schedulerPlugins.installPodGroupCRD=true",
+		"--set", "plugins.binpack.enabled=true,metrics.serviceMonitor.enabled=true,metrics.dashboard.enabled=true,schedulerPlugins.installPodGroupCRD=true",
 		"--set", "additionalProfiles[0].schedulerName=team-a",
 		"--set", "image.digest=sha256:" + strings.Repeat("ab", 32),
 	}},
