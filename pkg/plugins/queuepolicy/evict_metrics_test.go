@@ -12,6 +12,9 @@ import (
 	"github.com/muster-sched/muster/pkg/metrics"
 )
 
+// TestCountEvicted: an eviction counts its pods by victim queue and reason,
+// once in the victims histogram, and a gang it leaves below minMember (but
+// not one taken whole) as broken.
 func TestCountEvicted(t *testing.T) {
 	metrics.Register()
 	a, b := gang.Key{Namespace: "ns", Name: "a"}, gang.Key{Namespace: "ns", Name: "b"}
@@ -39,16 +42,16 @@ func TestCountEvicted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
 			reclaimed, share := metrics.Evictions.WithLabelValues("team-a", "reclaim"), metrics.Evictions.WithLabelValues("team-a", "even_shares")
-			r0, s0, b0 := value(t, reclaimed), value(t, share), value(t, metrics.GangsBroken)
+			r0, s0, b0 := counterValue(t, reclaimed), counterValue(t, share), counterValue(t, metrics.GangsBroken)
 			n0 := victimsObserved(t)
 			countEvicted(logger, tc.byGang, tc.before)
-			if got := value(t, reclaimed) - r0; got != tc.wantReclaimed {
+			if got := counterValue(t, reclaimed) - r0; got != tc.wantReclaimed {
 				t.Errorf("reclaimed pods: got %v, want %v", got, tc.wantReclaimed)
 			}
-			if got := value(t, share) - s0; got != tc.wantShare {
+			if got := counterValue(t, share) - s0; got != tc.wantShare {
 				t.Errorf("even_shares pods: got %v, want %v", got, tc.wantShare)
 			}
-			if got := value(t, metrics.GangsBroken) - b0; got != tc.wantBroken {
+			if got := counterValue(t, metrics.GangsBroken) - b0; got != tc.wantBroken {
 				t.Errorf("broken gangs: got %v, want %v", got, tc.wantBroken)
 			}
 			if n := victimsObserved(t); n != n0+1 {
@@ -58,7 +61,7 @@ func TestCountEvicted(t *testing.T) {
 	}
 }
 
-func value(t *testing.T, c basemetrics.CounterMetric) float64 {
+func counterValue(t *testing.T, c basemetrics.CounterMetric) float64 {
 	t.Helper()
 	v, err := testutil.GetCounterMetricValue(c)
 	if err != nil {
