@@ -169,7 +169,11 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		if !ok {
 			result = metrics.Refused
 		}
-		metrics.AdmissionDecisions.WithLabelValues(snap.QueueOf(&st), result, reason).Inc()
+		q := snap.QueueOf(&st)
+		if reason == queue.ReasonQueueMissing {
+			q = "" // a name no Queue has: any string a user wrote
+		}
+		metrics.AdmissionDecisions.WithLabelValues(q, result, reason).Inc()
 	}
 	if !ok {
 		klog.FromContext(ctx).V(3).Info("Gang not admitted", "gang", key, "reason", why)
