@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vclisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
@@ -120,4 +121,22 @@ func SpecChanged(oldObj, newObj any) bool {
 	o, okOld := oldObj.(metav1.Object)
 	n, okNew := newObj.(metav1.Object)
 	return !okOld || !okNew || o.GetGeneration() != n.GetGeneration()
+}
+
+// Object returns the Queue of that name as the API object it is, Muster's
+// or else Volcano's, for Events about it; nil when neither exists.
+func (s *State) Object(name string) runtime.Object {
+	muster, volcano := s.queues, vclisters.QueueLister(nil)
+	if l, ok := s.queues.(*lister); ok {
+		muster, volcano = l.QueueLister, l.volcano
+	}
+	if q, err := muster.Get(name); err == nil {
+		return q
+	}
+	if volcano != nil {
+		if vq, err := volcano.Get(name); err == nil {
+			return vq
+		}
+	}
+	return nil
 }
