@@ -33,7 +33,8 @@ import (
 // apiserver's load independent of the scheduling rate.
 const Period = time.Second
 
-// ConditionValid is False when the queue's place in the hierarchy is wrong.
+// ConditionValid is False when the queue's place in the hierarchy is wrong
+// (see also ConditionAdmitting).
 const ConditionValid = "Valid"
 
 // Controller writes Queue status.
@@ -47,11 +48,14 @@ type Controller struct {
 	// queues too (WithVolcano).
 	volcano       vcclient.Interface
 	volcanoLister vclisters.QueueLister
+	// told holds, per gang waiting for admission, the reasons of the
+	// refusals an Event told already (see recordRefusals).
+	told map[gang.Key]map[string]bool
 }
 
 // New builds the controller.
 func New(client musterclient.Interface, lister musterlisters.QueueLister, state *queue.State, gangs *gang.Manager, recorder events.EventRecorder) *Controller {
-	return &Controller{client: client, lister: lister, state: state, gangs: gangs, recorder: recorder}
+	return &Controller{client: client, lister: lister, state: state, gangs: gangs, recorder: recorder, told: map[gang.Key]map[string]bool{}}
 }
 
 // Run updates every queue, then again a period after each update ends,
@@ -73,6 +77,9 @@ func (c *Controller) sync(ctx context.Context) {
 	}
 	snap := c.state.Refresh()
 	counts := c.phaseCounts(snap)
+	statuses := c.gangs.Statuses()
+	refused := c.refusals(snap, statuses)
+	c.recordRefusals(refused, aliveGangs(statuses))
 	queues, err := c.lister.List(labels.Everything())
 	if err != nil {
 		logger.Error(err, "Listing queues")
@@ -84,13 +91,17 @@ func (c *Controller) sync(ctx context.Context) {
 			continue
 		}
 		status := desiredStatus(q, f, counts[q.Name])
+		meta.SetStatusCondition(&status.Conditions, admitting(snap, q, f, &status, refused[q.Name]))
 		if equality.Semantic.DeepEqual(status, q.Status) {
 			continue
 		}
 		updated := q.DeepCopy()
 		updated.Status = status
 		_, err := c.client.SchedulingV1alpha1().Queues().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		switch {
+		case err == nil:
+			c.recordTransitions(q, &q.Status, &status)
+		case !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
 			logger.Error(err, "Updating queue status", "queue", q.Name)
 		}
 	}
