@@ -3,6 +3,8 @@ package queuepolicy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,10 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/muster-sched/muster/pkg/gang"
 	"github.com/muster-sched/muster/pkg/metrics"
+	"github.com/muster-sched/muster/pkg/queue"
 )
 
 // evict marks the victims, then deletes them (see marks.go), and says why,
@@ -47,6 +51,7 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 		}
 	}
 	byGang := map[victimGang]int{}
+	freed := map[gang.Key]queue.Vector{}
 	before := pl.victimStatus(units)
 	// After a failed deletion the unit in progress is finished, so that no
 	// victim gang is left running below its minimum, and the units not
@@ -74,6 +79,10 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 				continue
 			}
 			byGang[victimGang{u.gang, u.queue, u.reason}]++
+			if freed[u.gang] == nil {
+				freed[u.gang] = queue.Vector{}
+			}
+			freed[u.gang].Add(queue.FromList(podRequests(p)))
 			pl.recorder.Eventf(p, preemptorPod, v1.EventTypeNormal, event, "Evict", "evicted %s", why)
 		}
 	}
@@ -87,6 +96,7 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 	}
 	sort.Strings(parts)
 	logger.Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
+	pl.recordReclaims(preemptor, preemptorQueue, byGang, freed)
 	countEvicted(logger, byGang, before)
 	if failed {
 		// Not all the room was made: the gang chooses again now rather
@@ -195,4 +205,74 @@ func pdbBlocks(lister func(namespace string) ([]pdb, error)) func([]*v1.Pod) boo
 type pdb struct {
 	selector labels.Selector
 	allowed  int32
+}
+
+// recordReclaims records, for each victim gang that reclaim (not
+// preemption within a queue) evicted, an Event on the queue it was taken
+// from (Reclaimed) and one on the queue it was given to (Reclaiming), with
+// the figures of the resources it freed: the one is above its deserved
+// share in them, the other below.
+func (pl *Plugin) recordReclaims(preemptor gang.Key, preemptorQueue string, byGang map[victimGang]int, freed map[gang.Key]queue.Vector) {
+	snap := pl.state.Last()
+	if snap == nil {
+		return
+	}
+	to := pl.state.Object(preemptorQueue)
+	for v, n := range byGang {
+		if v.why != reclaim {
+			continue
+		}
+		// The victim's PodGroup as related object keeps the Events of two
+		// victims apart (the events API makes one series of the Events of
+		// the same object, reason and related object).
+		var group runtime.Object
+		if pg := pl.gangs.Status(v.key).Spec.PodGroup; pg != nil {
+			group = pg
+		} else if pg := pl.gangs.VolcanoPodGroup(v.key); pg != nil {
+			group = pg
+		}
+		below := againstDeserved(snap.Queues[preemptorQueue], freed[v.key], false)
+		above := againstDeserved(snap.Queues[v.queue], freed[v.key], true)
+		if from := pl.state.Object(v.queue); from != nil {
+			pl.recorder.Eventf(from, group, v1.EventTypeWarning, "Reclaimed", "Evict",
+				"evicted %d pods of gang %s/%s (%s) for queue %s, which is below its deserved share%s; queue %s holds%s",
+				n, v.key.Namespace, v.key.Name, freed[v.key], preemptorQueue, inParens(below), v.queue, orShare(above))
+		}
+		if to != nil {
+			pl.recorder.Eventf(to, group, v1.EventTypeNormal, "Reclaiming", "Evict",
+				"evicted %d pods of gang %s/%s (%s) from queue %s, which is above its deserved share%s, for gang %s/%s; queue %s holds%s",
+				n, v.key.Namespace, v.key.Name, freed[v.key], v.queue, inParens(above), preemptor.Namespace, preemptor.Name, preemptorQueue, orShare(below))
+		}
+	}
+}
+
+// againstDeserved renders, for the resources of freed, what the queue
+// holds against its deserved share where it holds less (or, with above,
+// more): "cpu 4 of 20 deserved"; "" where it does in none.
+func againstDeserved(f *queue.Figures, freed queue.Vector, above bool) string {
+	if f == nil {
+		return ""
+	}
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(freed)) {
+		held, deserved := f.Allocated[r], f.Deserved[r]
+		if held != deserved && held > deserved == above {
+			parts = append(parts, fmt.Sprintf("%s %s of %s deserved", r, queue.Format(r, held), queue.Format(r, deserved)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func inParens(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+func orShare(s string) string {
+	if s == "" {
+		return " its deserved share"
+	}
+	return " " + s
 }
