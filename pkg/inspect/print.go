@@ -25,9 +25,6 @@ func (e *Explanation) Write(out io.Writer) {
 	if q := e.Queue; q != nil {
 		fmt.Fprintf(out, "\nQUEUE %s  %s  state %s  weight %d  parent %s  gangs pending/inqueue/running %d/%d/%d\n",
 			q.Name, q.Kind, q.State, q.Weight, orDash(q.Parent), q.Pending, q.Inqueue, q.Running)
-		for _, c := range q.Conditions {
-			fmt.Fprintf(out, "  %s\n", c)
-		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "  RESOURCE\tALLOCATED\tDESERVED\tCAPABILITY\tGUARANTEE\tSHARE")
 		for _, r := range q.Resources {

@@ -21,8 +21,6 @@ type Queue struct {
 	Pending   int64           `json:"pending"`
 	Inqueue   int64           `json:"inqueue"`
 	Running   int64           `json:"running"`
-	// Conditions are the status conditions' messages.
-	Conditions []string `json:"conditions,omitempty"`
 
 	raw queueLists
 }
@@ -91,13 +89,6 @@ func queueOf(kind string, obj *unstructured.Unstructured) *Queue {
 	}
 	for _, name := range names(q.raw.allocated, q.raw.deserved, q.raw.capability, q.raw.guarantee) {
 		q.Resources = append(q.Resources, q.resource(name))
-	}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if msg, _ := m["message"].(string); msg != "" {
-			q.Conditions = append(q.Conditions, fmt.Sprintf("%v=%v: %s", m["type"], m["status"], msg))
-		}
 	}
 	return q
 }

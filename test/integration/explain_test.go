@@ -135,4 +135,32 @@ func TestExplain(t *testing.T) {
 		text, _ := e.explain("pod", "wide-1")
 		e.golden("explain-nodes.txt", text)
 	})
+	t.Run("a Volcano gang no node fits", func(t *testing.T) {
+		k := volcanoKind(t)
+		e := newEnv(t)
+		e.nodes("n", 3, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+		e.queue("explain-kinds", v1alpha1.QueueSpec{})
+		e.startScheduler(k.config(t))
+		members := e.gang(k, "vc", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "explain-kinds"}).members(2, "5")
+		e.waitPodsWhy(members...)
+		text, _ := e.explain("podgroup", "vc")
+		e.golden("explain-volcano.txt", text)
+	})
+	t.Run("a scheduler-plugins gang is found by its PodGroup and its pods", func(t *testing.T) {
+		k := schedulerPluginsKind(t)
+		e := newEnv(t)
+		e.nodes("n", 3, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+		e.startScheduler(k.config(t))
+		members := e.gang(k, "sp", v1alpha1.PodGroupSpec{MinMember: 2}).members(2, "5")
+		e.waitPodsWhy(members...)
+		for _, target := range [][2]string{{"podgroup", "sp"}, {"pod", "sp-1"}} {
+			x, err := inspect.Explain(e.ctx, inspectClients(t), target[0], e.ns, target[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.Gang == nil || x.Gang.Kind != "PodGroup.scheduling.x-k8s.io" || len(x.Gang.Members) != 2 || x.Gang.Members[1].State != "waiting" {
+				t.Errorf("explain %s %s: gang %+v, want the scheduler-plugins PodGroup sp with 2 waiting members", target[0], target[1], x.Gang)
+			}
+		}
+	})
 }
