@@ -163,4 +163,31 @@ func TestExplain(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a gang reclaim took members from", func(t *testing.T) {
+		e := newEnv(t)
+		e.nodes("n", 1, simulator.NodeShape{CPU: "4", Memory: "16Gi"})
+		e.queue("explain-qa", v1alpha1.QueueSpec{Weight: 1})
+		e.queue("explain-qb", v1alpha1.QueueSpec{Weight: 1})
+		t.Cleanup(func() {
+			_ = cluster.Muster.SchedulingV1alpha1().PodGroups(e.ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
+		})
+		e.startScheduler(gangConfig(t))
+		e.waitBound(e.gangOf("a", "explain-qa", 1, 2, "2", nil)...)
+		e.waitBound(e.gangOf("b", "explain-qb", 1, 1, "2", nil)...)
+		want := inspect.Eviction{Object: "PodGroup a", Reason: "Reclaimed",
+			Message: "evicted 1 pods of " + e.ns + "/a to give queue explain-qb its deserved share (gang " + e.ns + "/b)"}
+		var got []inspect.Eviction
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			x, err := inspect.Explain(e.ctx, inspectClients(t), "podgroup", e.ns, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got = x.Evictions; len(got) > 0 {
+				break
+			}
+		}
+		if diff := cmp.Diff([]inspect.Eviction{want}, got); diff != "" {
+			t.Errorf("explain podgroup a: evictions (-want +got):\n%s", diff)
+		}
+	})
 }
