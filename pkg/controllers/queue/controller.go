@@ -1,7 +1,9 @@
 // Package queue writes the status of Queues (Muster's, and Volcano's where
 // they are queues too): state, allocated, deserved, realCapability and the
-// count of gangs per phase, from the scheduler's queue accounting. It
-// keeps the default queue in existence.
+// count of gangs per phase, from the scheduler's queue accounting, and the
+// conditions Valid and Admitting (Muster's only). It records the Events of
+// a queue's changes of state and validity, and of the gangs it refused
+// (events.go). It keeps the default queue in existence.
 package queue
 
 import (
