@@ -3,11 +3,13 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/inspect"
@@ -80,4 +82,33 @@ func TestTop(t *testing.T) {
 	e.golden("top.json", structured)
 	text, _ = e.topOf(true)
 	e.golden("top-wide.txt", text)
+
+	// kubectl get mq -o wide: the apiserver fills the GPU column from
+	// its escaped JSONPath (.status.allocated.nvidia\.com/gpu).
+	if got := queueColumns(t, "top-a"); got["GPU-Allocated"] != "2" || got["CPU-Allocated"] != "4" {
+		t.Errorf("kubectl get mq top-a -o wide columns = %v, want GPU-Allocated 2, CPU-Allocated 4", got)
+	}
+}
+
+// queueColumns reads the queue as kubectl get -o wide does: as a Table the
+// apiserver prints from the CRD's printer columns.
+func queueColumns(t *testing.T, name string) map[string]string {
+	t.Helper()
+	data, err := cluster.Muster.SchedulingV1alpha1().RESTClient().Get().Resource("queues").Name(name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(data, &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("table of queue %s has %d rows", name, len(table.Rows))
+	}
+	out := map[string]string{}
+	for i, c := range table.ColumnDefinitions {
+		out[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+	}
+	return out
 }
