@@ -117,6 +117,7 @@ func TestExplain(t *testing.T) {
 		e.waitPodsWhy(members...)
 		text, structured := e.explain("podgroup", "big")
 		e.golden("explain-podgroup.txt", text)
+		readmeShows(t, "testdata/explain-podgroup.txt")
 		e.golden("explain-podgroup.json", structured)
 		text, _ = e.explain("pod", "big-0")
 		e.golden("explain-pod.txt", text)
@@ -190,4 +191,21 @@ func TestExplain(t *testing.T) {
 			t.Errorf("explain podgroup a: evictions (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// readmeShows fails when README.md does not quote the golden file: the
+// README's example output is a real one.
+func readmeShows(t *testing.T, golden string) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), string(want)) {
+		t.Errorf("README.md does not show %s as it is now: copy it into the README", golden)
+	}
 }

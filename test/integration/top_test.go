@@ -79,6 +79,7 @@ func TestTop(t *testing.T) {
 
 	text, structured := e.topOf(false)
 	e.golden("top.txt", text)
+	readmeShows(t, "testdata/top.txt")
 	e.golden("top.json", structured)
 	text, _ = e.topOf(true)
 	e.golden("top-wide.txt", text)
