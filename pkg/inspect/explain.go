@@ -156,6 +156,14 @@ func (c Clients) explainGroup(ctx context.Context, target string, g *group) (*Ex
 		return nil, err
 	}
 	e.Admission, e.ToStart = admit(g, e.Queue, e.Gang.Placed, waiting)
+	room, err := c.nodeRoom(ctx, waiting)
+	if err != nil {
+		return nil, err
+	}
+	e.ToStart = append(e.ToStart, room...)
+	if short := int(g.minMember) - e.Gang.Placed; len(e.ToStart) == 0 && len(waiting) > 0 && short > 0 {
+		e.ToStart = []string{fmt.Sprintf("nodes: room for %d more member(s) of the gang at once (see NODES)", short)}
+	}
 	if e.Evictions, err = c.evictions(ctx, g.key.Namespace, g.key.Name, members); err != nil {
 		return nil, err
 	}
@@ -207,9 +215,6 @@ func admit(g *group, q *Queue, placed int, waiting []*v1.Pod) ([]Admission, []st
 			toStart = append(toStart, fmt.Sprintf("queue %s: %s %s must free, or its deserved grow (proportion places up to deserved)", q.Name, qtyOf(name, *over), name))
 		}
 		lines = append(lines, a)
-	}
-	if len(toStart) == 0 {
-		toStart = append(toStart, fmt.Sprintf("nodes: room for %d more member(s) of the gang at once (see NODES)", short))
 	}
 	return lines, toStart
 }

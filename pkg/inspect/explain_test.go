@@ -43,7 +43,6 @@ func TestAdmit(t *testing.T) {
 		queue:       queue(list("cpu", "2"), list("cpu", "8"), list("cpu", "10")),
 		waiting:     two,
 		wantVerdict: "fits",
-		wantToStart: []string{"nodes: room for 2 more member(s) of the gang at once (see NODES)"},
 	}, {
 		name:        "over deserved only",
 		group:       &group{minMember: 2},
@@ -72,7 +71,6 @@ func TestAdmit(t *testing.T) {
 		placed:      1,
 		waiting:     two,
 		wantVerdict: "fits",
-		wantToStart: []string{"nodes: room for 1 more member(s) of the gang at once (see NODES)"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
