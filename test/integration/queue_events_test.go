@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	queuecontroller "github.com/muster-sched/muster/pkg/controllers/queue"
@@ -35,7 +34,7 @@ func TestQueueEvents(t *testing.T) {
 		e.waitQueueEvent("ev-small", queuecontroller.EventAdmissionRefused, fmt.Sprintf("gang %s/big not admitted: %s", e.ns, why))
 		e.waitAdmitting("ev-small", metav1.ConditionFalse, queuecontroller.ReasonAtCeiling, fmt.Sprintf("1 gang waits for room; %s/big: %s", e.ns, why))
 
-		e.setQueueSpecState("ev-small", v1alpha1.QueueClosed)
+		e.setQueueState(musterQueue, "ev-small", v1alpha1.QueueClosed)
 		e.waitQueueEvent("ev-small", queuecontroller.EventClosing, "1 running, 0 inqueue and 0 unknown gangs finish first")
 		e.waitAdmitting("ev-small", metav1.ConditionFalse, queuecontroller.ReasonClosing, "the queue is closed: it admits no new gang; 1 running")
 
@@ -43,7 +42,7 @@ func TestQueueEvents(t *testing.T) {
 		e.waitQueueEvent("ev-small", queuecontroller.EventClosed, "no gang of it runs and it admits none")
 		e.waitAdmitting("ev-small", metav1.ConditionFalse, queuecontroller.ReasonClosed, "set spec.state to Open")
 
-		e.setQueueSpecState("ev-small", v1alpha1.QueueOpen)
+		e.setQueueState(musterQueue, "ev-small", v1alpha1.QueueOpen)
 		e.waitQueueEvent("ev-small", queuecontroller.EventOpened, "it admits new gangs")
 		// Still too big for the queue's 6 cpu, now with nothing held.
 		e.waitAdmitting("ev-small", metav1.ConditionFalse, queuecontroller.ReasonAtCeiling,
@@ -76,25 +75,6 @@ func TestQueueEvents(t *testing.T) {
 		e.waitQueueEvent("qa", "Reclaimed", fmt.Sprintf("evicted 1 pods of gang %s/a0 (cpu=2) for queue qb, which is below its deserved share (cpu 0 of 8 deserved); queue qa holds cpu ", e.ns))
 		e.waitQueueEvent("qb", "Reclaiming", fmt.Sprintf("of 32 deserved), for gang %s/b; queue qb holds cpu 0 of 8 deserved", e.ns))
 	})
-}
-
-// setQueueSpecState sets a Muster Queue's spec.state, again on a conflict
-// with the status controller.
-func (e *env) setQueueSpecState(name string, state v1alpha1.QueueState) {
-	e.t.Helper()
-	queues := cluster.Muster.SchedulingV1alpha1().Queues()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		q, err := queues.Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		q.Spec.State = state
-		_, err = queues.Update(e.ctx, q, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("setting queue %s %s: %v", name, state, err)
-	}
 }
 
 // deletePods deletes the case's pods by name, at once.

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
@@ -25,14 +23,7 @@ func TestQueueRequeue(t *testing.T) {
 			c := scheduledCondition(s)
 			return c != nil && c.Message == "queue team: cpu 0 allocated+inqueue of 2 deserved, gang needs 4"
 		})
-		q, err := cluster.Muster.SchedulingV1alpha1().Queues().Get(e.ctx, "team", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.Spec.Capability = res("cpu", "8")
-		if _, err := cluster.Muster.SchedulingV1alpha1().Queues().Update(e.ctx, q, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		e.updateQueue("team", func(q *v1alpha1.Queue) { q.Spec.Capability = res("cpu", "8") })
 		e.waitBoundWithin(time.Second, members...)
 	})
 	t.Run("another gang of the queue finishes", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -83,14 +84,7 @@ func (e *env) queueOf(kind, name string, spec v1alpha1.QueueSpec) {
 func (e *env) setQueueState(kind, name string, state v1alpha1.QueueState) {
 	e.t.Helper()
 	if kind == musterQueue {
-		q, err := cluster.Muster.SchedulingV1alpha1().Queues().Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		q.Spec.State = state
-		if _, err := cluster.Muster.SchedulingV1alpha1().Queues().Update(e.ctx, q, metav1.UpdateOptions{}); err != nil {
-			e.t.Fatal(err)
-		}
+		e.updateQueue(name, func(q *v1alpha1.Queue) { q.Spec.State = state })
 		return
 	}
 	vc := volcanoClient(e.t)
@@ -194,15 +188,7 @@ func TestVolcanoEnqueue(t *testing.T) {
 	})
 	// Room in the queue is checked again: with its capability raised, the
 	// big one is enqueued.
-	vc := volcanoClient(t)
-	q, err := vc.SchedulingV1beta1().Queues().Get(e.ctx, "team", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Spec.Capability = res("cpu", "16")
-	if _, err := vc.SchedulingV1beta1().Queues().Update(e.ctx, q, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.updateVolcanoQueue("team", func(q *vcv1beta1.Queue) { q.Spec.Capability = res("cpu", "16") })
 	e.waitVolcanoPodGroup("too-big", "Inqueue once the queue has room", func(s *vcv1beta1.PodGroupStatus) bool {
 		return s.Phase == vcv1beta1.PodGroupInqueue
 	})
@@ -335,5 +321,41 @@ func TestVolcanoLeftToVcScheduler(t *testing.T) {
 		if ev.Regarding.Kind == "PodGroup" {
 			t.Errorf("Muster recorded an Event on Volcano's PodGroup %s without serving volcano: %s %s", ev.Regarding.Name, ev.Reason, ev.Note)
 		}
+	}
+}
+
+// updateQueue changes a Muster Queue's spec; a conflict with the status
+// controller's writes is tried again.
+func (e *env) updateQueue(name string, change func(*v1alpha1.Queue)) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		q, err := cluster.Muster.SchedulingV1alpha1().Queues().Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(q)
+		_, err = cluster.Muster.SchedulingV1alpha1().Queues().Update(e.ctx, q, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// updateVolcanoQueue is updateQueue for a Volcano Queue.
+func (e *env) updateVolcanoQueue(name string, change func(*vcv1beta1.Queue)) {
+	e.t.Helper()
+	vc := volcanoClient(e.t)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		q, err := vc.SchedulingV1beta1().Queues().Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(q)
+		_, err = vc.SchedulingV1beta1().Queues().Update(e.ctx, q, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
 	}
 }
