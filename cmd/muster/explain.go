@@ -34,8 +34,19 @@ gang is found by its members. A queue is a Muster Queue, else a Volcano Queue.`,
   muster explain queue team-a`,
 		Args: cobra.ExactArgs(2),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			if len(args) == 0 {
+			switch len(args) {
+			case 0:
 				return []string{"pod", "podgroup", "queue"}, cobra.ShellCompDirectiveNoFileComp
+			case 1:
+				c, ns, err := kube.clients()
+				if err != nil {
+					return nil, cobra.ShellCompDirectiveError
+				}
+				names, err := inspect.Names(cmd.Context(), c, strings.ToLower(args[0]), ns)
+				if err != nil {
+					return nil, cobra.ShellCompDirectiveError
+				}
+				return names, cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
@@ -60,6 +71,7 @@ gang is found by its members. A queue is a Muster Queue, else a Volcano Queue.`,
 	}
 	kube.bind(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: text)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -64,6 +64,7 @@ inqueue and running gangs, all from Queue.status as the scheduler writes it.`,
 	f.StringVarP(&output, "output", "o", "", "output format: wide, json or yaml (default: table)")
 	f.BoolVarP(&watch, "watch", "w", false, "refresh every --interval until interrupted")
 	f.DurationVar(&interval, "interval", 2*time.Second, "how often --watch refreshes")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,13 @@ func TestExplain(t *testing.T) {
 		e.golden("explain-pod.txt", text)
 		text, _ = e.explain("queue", "explain-small")
 		e.golden("explain-queue.txt", text)
+		// Shell completion offers the names explain takes.
+		for kind, want := range map[string]string{"pod": "big-3", "podgroup": "big", "queue": "explain-small"} {
+			names, err := inspect.Names(e.ctx, inspectClients(t), kind, e.ns)
+			if err != nil || !slices.Contains(names, want) {
+				t.Errorf("completing explain %s: %v, %v; want %s among them", kind, names, err, want)
+			}
+		}
 	})
 	t.Run("a label-only gang its queue admits and no node fits", func(t *testing.T) {
 		e := newEnv(t)
