@@ -207,7 +207,12 @@ func admit(g *group, q *Queue, placed int, waiting []*v1.Pod) ([]Admission, []st
 		r := q.resource(name)
 		a := Admission{Resource: string(name), Needs: qtyOf(name, need[name]), Allocated: r.Allocated,
 			Deserved: r.Deserved, Capability: r.Capability, Verdict: "fits"}
-		if over := overBy(q.raw.allocated, need, q.raw.capability, name); over != nil {
+		if over := overBy(nil, need, q.raw.capability, name); over != nil {
+			// Freeing the whole queue would not be enough.
+			a.Verdict = "more than the capability by " + qtyOf(name, *over)
+			toStart = append(toStart, fmt.Sprintf("queue %s: the gang needs %s %s, more than its capability %s: it starts only if the capability grows",
+				q.Name, a.Needs, name, a.Capability))
+		} else if over := overBy(q.raw.allocated, need, q.raw.capability, name); over != nil {
 			a.Verdict = "over capability by " + qtyOf(name, *over)
 			toStart = append(toStart, fmt.Sprintf("queue %s: %s %s must free under its capability", q.Name, qtyOf(name, *over), name))
 		} else if over := overBy(q.raw.allocated, need, q.raw.deserved, name); over != nil {

@@ -58,6 +58,13 @@ func TestAdmit(t *testing.T) {
 		wantVerdict: "over capability by 1",
 		wantToStart: []string{"queue q: 1 cpu must free under its capability"},
 	}, {
+		name:        "more than the capability itself",
+		group:       &group{minMember: 2},
+		queue:       queue(list("cpu", "1"), list("cpu", "3"), list("cpu", "3")),
+		waiting:     two,
+		wantVerdict: "more than the capability by 1",
+		wantToStart: []string{"queue q: the gang needs 4 cpu, more than its capability 3: it starts only if the capability grows"},
+	}, {
 		name:        "minResources stand for the members while none is placed",
 		group:       &group{minMember: 2, minResources: list("cpu", "10")},
 		queue:       queue(nil, list("cpu", "8"), nil),

@@ -65,6 +65,10 @@ func (c Clients) nodeRoom(ctx context.Context, waiting []*v1.Pod) ([]string, err
 		if bestNode == "" || want.Cmp(best) <= 0 {
 			continue
 		}
+		if best.Sign() <= 0 {
+			out = append(out, fmt.Sprintf("nodes: a member needs %s %s on one node; no node has any free", qtyOf(name, want), name))
+			continue
+		}
 		short := want.DeepCopy()
 		short.Sub(best)
 		out = append(out, fmt.Sprintf("nodes: a member needs %s %s on one node; the most free on any node is %s %s (%s): %s %s must free there, or a larger node join",
