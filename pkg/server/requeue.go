@@ -5,8 +5,10 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -22,16 +24,22 @@ import (
 // Once the wrapped call returns, the queue has marked the pod done, and a
 // pop that raced it has discarded it already. A pod that is then in no
 // queue, not being scheduled, not assumed and still unbound in the
-// informer was dropped: it is added again.
+// informer was dropped: it is added again. Pods of upstream PodGroups
+// are left alone where the queue takes them as pod group members (gate
+// GenericWorkload on): upstream requeues those safely.
 type requeueGuard struct {
 	internalqueue.SchedulingQueue
 	assumed func(*v1.Pod) bool
 	latest  func(*v1.Pod) *v1.Pod
+	// groups says the queue takes pods of upstream PodGroups as pod group
+	// members (gate GenericWorkload), which it requeues safely.
+	groups bool
 }
 
 func guardRequeues(sched *scheduler.Scheduler, pods corelisters.PodLister) {
 	sched.SchedulingQueue = &requeueGuard{
 		SchedulingQueue: sched.SchedulingQueue,
+		groups:          utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload),
 		assumed: func(p *v1.Pod) bool {
 			ok, err := sched.Cache.IsAssumedPod(p)
 			return ok || err != nil
@@ -49,22 +57,39 @@ func guardRequeues(sched *scheduler.Scheduler, pods corelisters.PodLister) {
 func (q *requeueGuard) AddUnschedulablePodIfNotPresent(logger klog.Logger, pInfo *framework.QueuedPodInfo, cycle int64) error {
 	pod := pInfo.Pod // pInfo is the queue's once requeued
 	err := q.SchedulingQueue.AddUnschedulablePodIfNotPresent(logger, pInfo, cycle)
-	if err != nil || pod.Spec.SchedulingGroup != nil { // upstream requeues pod group members safely
+	if err != nil || q.groups && pod.Spec.SchedulingGroup != nil {
 		return err
 	}
-	if q.queued(pod) || q.inFlight(pod) || q.assumed(pod) {
+	if q.tracked(pod) || q.pending(pod) == nil {
 		return nil
 	}
-	cur := q.latest(pod)
-	if cur == nil || cur.UID != pod.UID || cur.Spec.NodeName != "" || cur.DeletionTimestamp != nil {
+	// Popped, tried and requeued, assumed or bound while we looked: the
+	// checks again, in the order a pod moves through them.
+	if q.tracked(pod) {
 		return nil
 	}
-	if q.queued(pod) { // popped, tried and requeued while we looked
+	cur := q.pending(pod)
+	if cur == nil {
 		return nil
 	}
 	logger.V(2).Info("Requeueing a pod the scheduling queue dropped", "pod", klog.KObj(pod))
 	q.Add(klog.NewContext(context.Background(), logger), cur)
 	return nil
+}
+
+// tracked says the scheduler holds the pod: queued, in flight or assumed.
+func (q *requeueGuard) tracked(pod *v1.Pod) bool {
+	return q.queued(pod) || q.inFlight(pod) || q.assumed(pod)
+}
+
+// pending is the informer's copy of the pod while it is unbound and not
+// being deleted, else nil.
+func (q *requeueGuard) pending(pod *v1.Pod) *v1.Pod {
+	cur := q.latest(pod)
+	if cur == nil || cur.UID != pod.UID || cur.Spec.NodeName != "" || cur.DeletionTimestamp != nil {
+		return nil
+	}
+	return cur
 }
 
 func (q *requeueGuard) queued(pod *v1.Pod) bool {

@@ -16,12 +16,13 @@ import (
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/utils/ptr"
 )
 
 // requeueRace fails a binding cycle as kube-scheduler does while the
 // scheduling loop waits in Pop, tries times, and returns the index of the
 // first pod that was not popped again within a second, or -1.
-func requeueRace(t *testing.T, guarded bool, tries int) int {
+func requeueRace(t *testing.T, guarded bool, group *v1.PodSchedulingGroup, tries int) int {
 	metrics.Register()
 	logger, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -48,7 +49,10 @@ func requeueRace(t *testing.T, guarded bool, tries int) int {
 		}
 	}()
 	for i := range tries {
-		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "ns", UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "ns", UID: types.UID(fmt.Sprintf("uid-%d", i))},
+			Spec:       v1.PodSpec{SchedulingGroup: group},
+		}
 		pods[pod.UID] = pod
 		queue.Add(ctx, pod)
 		pInfo := &framework.QueuedPodInfo{PodInfo: &framework.PodInfo{Pod: (<-popped)}}
@@ -71,8 +75,20 @@ func requeueRace(t *testing.T, guarded bool, tries int) int {
 }
 
 func TestRequeueGuard(t *testing.T) {
-	const tries = 2000
-	if i := requeueRace(t, true, tries); i >= 0 {
-		t.Errorf("the queue lost pod %d of %d, requeued by a failed binding cycle", i, tries)
+	const tries = 1000
+	for _, tc := range []struct {
+		name  string
+		group *v1.PodSchedulingGroup
+	}{
+		{name: "plain pod"},
+		// With GenericWorkload off (its default) the queue takes members
+		// of upstream PodGroups as plain pods, and drops them alike.
+		{name: "upstream PodGroup member, gate off", group: &v1.PodSchedulingGroup{PodGroupName: ptr.To("pg")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if i := requeueRace(t, true, tc.group, tries); i >= 0 {
+				t.Errorf("the queue lost pod %d of %d, requeued by a failed binding cycle", i, tries)
+			}
+		})
 	}
 }
