@@ -168,6 +168,7 @@ func (p *Process) Batch(ctx context.Context, h fwk.Handle) (*Batch, error) {
 	}
 	b := &Batch{Gangs: m, Binds: NewBinds(memberBinds), handle: h, clients: clients, queuesOn: make(chan struct{}), stop: ctx.Done(), held: map[string]*v1.Pod{}}
 	m.AddPodHandler(b.Binds.NominationSeen())
+	m.LabelQueues(b.queueLabel)
 	b.addProfile(h)
 	logger := klog.FromContext(ctx)
 	if err := b.startControllers(ctx, p); err != nil {

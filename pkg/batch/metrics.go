@@ -51,13 +51,35 @@ func (s *metricsSource) Gangs() []metrics.GangCount {
 			return nil
 		}
 	}
-	var out []metrics.GangCount
+	// A queue no Queue has (or any, with no queue accounting) is a name a
+	// user wrote: its gangs are counted under "", so that the label set
+	// stays bounded.
+	type series struct{ queue, phase string }
+	sums := map[series]int{}
 	for q, phases := range queuecontroller.PhaseCounts(s.b.Gangs, snap) {
+		if snap == nil || snap.Queues[q] == nil {
+			q = ""
+		}
 		for p, n := range phases {
-			out = append(out, metrics.GangCount{Queue: q, Phase: string(p), Count: int(n)})
+			sums[series{q, string(p)}] += int(n)
 		}
 	}
+	out := make([]metrics.GangCount, 0, len(sums))
+	for k, n := range sums {
+		out = append(out, metrics.GangCount{Queue: k.queue, Phase: k.phase, Count: n})
+	}
 	return out
+}
+
+// queueLabel is q where a Queue of that name is accounted, else "": the
+// queue label of a gang's metrics.
+func (b *Batch) queueLabel(q string) string {
+	if st := b.Queues(); st != nil {
+		if snap := st.Last(); snap != nil && snap.Queues[q] != nil {
+			return q
+		}
+	}
+	return ""
 }
 
 // baseUnits converts a Vector (cpu in millicores) to base units.

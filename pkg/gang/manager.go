@@ -77,7 +77,15 @@ type Manager struct {
 	// refused holds the gangs that were invalid when a member was
 	// observed: their members wait at PreEnqueue until the gang is valid.
 	refused map[Key]bool
+	// queueLabel maps the queue a gang names to its metrics label (see
+	// LabelQueues); set before the informers start.
+	queueLabel func(string) string
 }
+
+// LabelQueues sets how the queue a gang names becomes the queue label of
+// its metrics: a name no Queue has is any string a user wrote, and must
+// not grow the label set. Without, every gang is labelled "".
+func (m *Manager) LabelQueues(f func(queue string) string) { m.queueLabel = f }
 
 type group struct {
 	members map[types.UID]*v1.Pod

@@ -32,5 +32,10 @@ func (m *Manager) observeStart(key Key, g *group, old *v1.Pod) {
 	if q == "" {
 		q = v1alpha1.DefaultQueue
 	}
+	if m.queueLabel == nil {
+		q = ""
+	} else {
+		q = m.queueLabel(q)
+	}
 	metrics.GangSchedulingDuration.WithLabelValues(q).Observe(time.Since(g.created).Seconds())
 }

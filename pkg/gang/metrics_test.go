@@ -46,6 +46,7 @@ func TestGangStartTimed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newTestManager(t)
+			m.LabelQueues(func(q string) string { return q }) // every queue exists
 			for _, p := range tc.pods {
 				m.updatePod(p)
 			}

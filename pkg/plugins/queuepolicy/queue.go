@@ -170,7 +170,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			result = metrics.Refused
 		}
 		q := snap.QueueOf(&st)
-		if reason == queue.ReasonQueueMissing {
+		if snap.Queues[q] == nil {
 			q = "" // a name no Queue has: any string a user wrote
 		}
 		metrics.AdmissionDecisions.WithLabelValues(q, result, reason).Inc()
