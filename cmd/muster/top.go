@@ -42,6 +42,9 @@ inqueue and running gangs, all from Queue.status as the scheduler writes it.`,
 			if !watch {
 				return top(ctx, c, out, output)
 			}
+			if interval <= 0 {
+				return fmt.Errorf("--interval must be positive, not %v", interval)
+			}
 			tick := time.NewTicker(interval)
 			defer tick.Stop()
 			for {

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -152,10 +153,15 @@ func (c Clients) explainGroup(ctx context.Context, target string, g *group) (*Ex
 	if queueName == "" {
 		queueName = "default"
 	}
-	if e.Queue, err = c.getQueue(ctx, queueName); err != nil {
+	switch e.Queue, err = c.getQueue(ctx, queueName); {
+	case errors.Is(err, errNoQueue):
+		// What the gang waits for: said, not failed on.
+		e.ToStart = []string{fmt.Sprintf("queue %s does not exist: create it, or name an existing queue", queueName)}
+	case err != nil:
 		return nil, err
+	default:
+		e.Admission, e.ToStart = admit(g, e.Queue, e.Gang.Placed, waiting)
 	}
-	e.Admission, e.ToStart = admit(g, e.Queue, e.Gang.Placed, waiting)
 	room, err := c.nodeRoom(ctx, waiting)
 	if err != nil {
 		return nil, err
@@ -259,7 +265,9 @@ func (c Clients) evictions(ctx context.Context, namespace, groupName string, mem
 	}
 	var out []Eviction
 	for _, ev := range events.Items {
-		if evictionReasons[ev.Reason] && touched[ev.Regarding.Name] {
+		// Queues' Events (Reclaimed, too) are about cluster-scoped objects
+		// and stored in "default": a gang may share a queue's name.
+		if evictionReasons[ev.Reason] && touched[ev.Regarding.Name] && ev.Regarding.Namespace == namespace {
 			out = append(out, Eviction{Object: ev.Regarding.Kind + " " + ev.Regarding.Name, Reason: ev.Reason, Message: ev.Note})
 		}
 	}

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -40,6 +41,9 @@ type queueLists struct {
 	allocated, deserved, capability, guarantee v1.ResourceList
 }
 
+// errNoQueue says that no Queue of the name exists.
+var errNoQueue = errors.New("no such queue")
+
 // getQueue reads a Muster Queue of that name, else a Volcano Queue.
 func (c Clients) getQueue(ctx context.Context, name string) (*Queue, error) {
 	obj, err := c.Dynamic.Resource(musterQueues).Get(ctx, name, metav1.GetOptions{})
@@ -54,7 +58,7 @@ func (c Clients) getQueue(ctx context.Context, name string) (*Queue, error) {
 		return queueOf(volcanoQueueKind, obj), nil
 	}
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("queue %q not found (neither a Muster nor a Volcano Queue)", name)
+		return nil, fmt.Errorf("queue %q not found (neither a Muster nor a Volcano Queue): %w", name, errNoQueue)
 	}
 	return nil, err
 }
