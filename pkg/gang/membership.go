@@ -64,6 +64,12 @@ type Key struct {
 
 func (k Key) String() string { return fmt.Sprintf("%s/%s (%s)", k.Namespace, k.Name, k.Family) }
 
+// Less orders keys by namespace, name and family: a stable order where
+// nothing else decides.
+func (k Key) Less(o Key) bool {
+	return cmp.Or(cmp.Compare(k.Namespace, o.Namespace), cmp.Compare(k.Name, o.Name), cmp.Compare(k.Family, o.Family)) < 0
+}
+
 // membership is what a pod's labels say about its gang.
 type membership struct {
 	key Key

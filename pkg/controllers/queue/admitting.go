@@ -61,7 +61,7 @@ func (c *Controller) refusals(snap *queue.Snapshot, statuses []gang.Status) map[
 		out[q] = append(out[q], refusal{key: st.Key, why: why, reason: reason, group: c.groupOf(st)})
 	}
 	for _, list := range out {
-		sort.Slice(list, func(i, j int) bool { return keyLess(list[i].key, list[j].key) })
+		sort.Slice(list, func(i, j int) bool { return list[i].key.Less(list[j].key) })
 	}
 	return out
 }
@@ -76,16 +76,6 @@ func (c *Controller) groupOf(st *gang.Status) runtime.Object {
 		return pg
 	}
 	return nil
-}
-
-func keyLess(a, b gang.Key) bool {
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	if a.Name != b.Name {
-		return a.Name < b.Name
-	}
-	return a.Family < b.Family
 }
 
 // admitting is the queue's Admitting condition: False when its place or

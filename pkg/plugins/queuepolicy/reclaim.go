@@ -271,7 +271,7 @@ func (pl *Plugin) starving(snap *queue.Snapshot, leader gang.Key, q string) []ga
 		if !a.created.Equal(b.created) {
 			return a.created.Before(b.created)
 		}
-		return keyLess(a.key, b.key)
+		return a.key.Less(b.key)
 	})
 	keys := make([]gang.Key, len(out))
 	for i, e := range out {
@@ -354,7 +354,7 @@ func (l *unitLists) ordered(snap *queue.Snapshot) []unit {
 	// choice does not depend on the map's order. Sorts are stable: a
 	// gang's extras stay newest first.
 	byKey := func(us []unit) {
-		sort.SliceStable(us, func(i, j int) bool { return keyLess(us[i].gang, us[j].gang) })
+		sort.SliceStable(us, func(i, j int) bool { return us[i].gang.Less(us[j].gang) })
 	}
 	for _, us := range [][]unit{l.extras, l.wholes, l.lowerExtras, l.lower, l.byShare} {
 		byKey(us)
@@ -376,17 +376,6 @@ func requestsOf(pods []*v1.Pod) queue.Vector {
 		sum.Add(queue.FromList(podRequests(p)))
 	}
 	return sum
-}
-
-// keyLess orders gang keys by namespace, name and family.
-func keyLess(a, b gang.Key) bool {
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	if a.Name != b.Name {
-		return a.Name < b.Name
-	}
-	return a.Family < b.Family
 }
 
 func wholeUnit(key gang.Key, g *queue.GangFigures, pods []*v1.Pod, why reason) unit {
