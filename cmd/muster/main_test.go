@@ -79,6 +79,7 @@ func TestOutputFormatsAreChecked(t *testing.T) {
 	}{
 		{[]string{"explain", "pod", "x", "-o", "wide"}, "-o wide: the formats are json, yaml"},
 		{[]string{"top", "-o", "name"}, "-o name: the formats are wide, json, yaml"},
+		{[]string{"top", "--watch", "--interval", "0"}, "--interval must be positive, not 0s"},
 	} {
 		cmd := newCommand()
 		cmd.SetArgs(tc.args)

@@ -34,6 +34,9 @@ inqueue and running gangs, all from Queue.status as the scheduler writes it.`,
 			if err := checkOutput(output, "wide", "json", "yaml"); err != nil {
 				return err
 			}
+			if watch && interval <= 0 {
+				return fmt.Errorf("--interval must be positive, not %v", interval)
+			}
 			c, _, err := kube.clients()
 			if err != nil {
 				return err
@@ -41,9 +44,6 @@ inqueue and running gangs, all from Queue.status as the scheduler writes it.`,
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
 			if !watch {
 				return top(ctx, c, out, output)
-			}
-			if interval <= 0 {
-				return fmt.Errorf("--interval must be positive, not %v", interval)
 			}
 			tick := time.NewTicker(interval)
 			defer tick.Stop()
