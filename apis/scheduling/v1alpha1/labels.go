@@ -37,4 +37,21 @@ const (
 	// VolcanoAnnotationQueueName names the queue of a pod in no group, as
 	// Volcano reads it; LabelQueue wins where a pod carries both.
 	VolcanoAnnotationQueueName = "scheduling.volcano.sh/queue-name"
+
+	// AnnotationTopologyRequired and AnnotationTopologyPreferred give a
+	// gang without a PodGroup field for it (label-only groups,
+	// scheduler-plugins' PodGroups) its topology constraint: a node label
+	// key. Required: every member in one domain of that key. Preferred:
+	// the tightest level, from that key up, where the gang fits. Members
+	// must agree.
+	AnnotationTopologyRequired  = "muster.dev/topology-required"
+	AnnotationTopologyPreferred = "muster.dev/topology-preferred"
+)
+
+// Topology levels of the default GangArgs, tightest first: host, rack,
+// block, zone. Nodes carry LabelRack and LabelBlock where racks and blocks
+// matter; the levels are set in the Gang plugin's args.
+const (
+	LabelRack  = "topology.muster.dev/rack"
+	LabelBlock = "topology.muster.dev/block"
 )
