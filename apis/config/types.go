@@ -19,6 +19,9 @@ type GangArgs struct {
 	// a gang's placement plan: a bigger gang is planned over several of
 	// its members' cycles, and other pods are scheduled in between.
 	PlanStepMilliseconds int64
+	// TopologyLevels are the node label keys of the topology levels,
+	// tightest first: a gang's preferred level falls back along them.
+	TopologyLevels []string
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -62,4 +65,8 @@ type BinpackArgs struct {
 	// Resources are the resources packed on and their weights (1..100).
 	// A resource a pod does not request is not scored for that pod.
 	Resources []schedconfig.ResourceSpec
+	// DomainLevels are node label keys of topology domains (racks,
+	// blocks); nodes in fuller domains score higher, so that whole domains
+	// stay free. Empty: nodes are scored alone.
+	DomainLevels []string
 }

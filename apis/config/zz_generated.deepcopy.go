@@ -35,6 +35,11 @@ func (in *BinpackArgs) DeepCopyInto(out *BinpackArgs) {
 		*out = make([]apisconfig.ResourceSpec, len(*in))
 		copy(*out, *in)
 	}
+	if in.DomainLevels != nil {
+		in, out := &in.DomainLevels, &out.DomainLevels
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 
@@ -85,6 +90,11 @@ func (in *CapacityArgs) DeepCopyObject() runtime.Object {
 func (in *GangArgs) DeepCopyInto(out *GangArgs) {
 	*out = *in
 	out.TypeMeta = in.TypeMeta
+	if in.TopologyLevels != nil {
+		in, out := &in.TopologyLevels, &out.TopologyLevels
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulerconfigv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
 
 func defaultBinpackResources() []schedulerconfigv1.ResourceSpec {
@@ -31,6 +33,14 @@ func SetDefaults_GangArgs(obj *GangArgs) {
 	if obj.PlanStepMilliseconds == nil {
 		obj.PlanStepMilliseconds = ptr.To(DefaultPlanStepMilliseconds)
 	}
+	if len(obj.TopologyLevels) == 0 {
+		obj.TopologyLevels = DefaultTopologyLevels()
+	}
+}
+
+// DefaultTopologyLevels are host, rack, block and zone.
+func DefaultTopologyLevels() []string {
+	return []string{corev1.LabelHostname, v1alpha1.LabelRack, v1alpha1.LabelBlock, corev1.LabelTopologyZone}
 }
 
 // DefaultOvercommitFactor is how far queue admission may commit the

@@ -20,6 +20,12 @@ type GangArgs struct {
 	// its members' cycles, and other pods are scheduled in between, with
 	// the room planned so far kept for the gang. Default 100; at least 1.
 	PlanStepMilliseconds *int64 `json:"planStepMilliseconds,omitempty"`
+	// TopologyLevels are the node label keys of the topology levels,
+	// tightest first. A gang's preferred level falls back along them, one
+	// at a time, and a Volcano PodGroup's networkTopology tier N is level
+	// N. Default: kubernetes.io/hostname, topology.muster.dev/rack,
+	// topology.muster.dev/block, topology.kubernetes.io/zone.
+	TopologyLevels []string `json:"topologyLevels,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -74,4 +80,9 @@ type BinpackArgs struct {
 	// +listType=map
 	// +listMapKey=name
 	Resources []schedulerconfigv1.ResourceSpec `json:"resources,omitempty"`
+	// DomainLevels are node label keys of topology domains, e.g.
+	// topology.muster.dev/rack: nodes in fuller domains score higher, so
+	// that whole domains stay free for the gangs that need them. Empty
+	// (the default): nodes are scored alone.
+	DomainLevels []string `json:"domainLevels,omitempty"`
 }

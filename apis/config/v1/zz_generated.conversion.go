@@ -84,6 +84,7 @@ func RegisterConversions(s *runtime.Scheme) error {
 
 func autoConvert_v1_BinpackArgs_To_config_BinpackArgs(in *BinpackArgs, out *config.BinpackArgs, s conversion.Scope) error {
 	out.Resources = *(*[]apisconfig.ResourceSpec)(unsafe.Pointer(&in.Resources))
+	out.DomainLevels = *(*[]string)(unsafe.Pointer(&in.DomainLevels))
 	return nil
 }
 
@@ -94,6 +95,7 @@ func Convert_v1_BinpackArgs_To_config_BinpackArgs(in *BinpackArgs, out *config.B
 
 func autoConvert_config_BinpackArgs_To_v1_BinpackArgs(in *config.BinpackArgs, out *BinpackArgs, s conversion.Scope) error {
 	out.Resources = *(*[]configv1.ResourceSpec)(unsafe.Pointer(&in.Resources))
+	out.DomainLevels = *(*[]string)(unsafe.Pointer(&in.DomainLevels))
 	return nil
 }
 
@@ -145,6 +147,7 @@ func autoConvert_v1_GangArgs_To_config_GangArgs(in *GangArgs, out *config.GangAr
 	if err := metav1.Convert_Pointer_int64_To_int64(&in.PlanStepMilliseconds, &out.PlanStepMilliseconds, s); err != nil {
 		return err
 	}
+	out.TopologyLevels = *(*[]string)(unsafe.Pointer(&in.TopologyLevels))
 	return nil
 }
 
@@ -160,6 +163,7 @@ func autoConvert_config_GangArgs_To_v1_GangArgs(in *config.GangArgs, out *GangAr
 	if err := metav1.Convert_int64_To_Pointer_int64(&in.PlanStepMilliseconds, &out.PlanStepMilliseconds, s); err != nil {
 		return err
 	}
+	out.TopologyLevels = *(*[]string)(unsafe.Pointer(&in.TopologyLevels))
 	return nil
 }
 

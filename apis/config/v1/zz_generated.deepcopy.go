@@ -35,6 +35,11 @@ func (in *BinpackArgs) DeepCopyInto(out *BinpackArgs) {
 		*out = make([]configv1.ResourceSpec, len(*in))
 		copy(*out, *in)
 	}
+	if in.DomainLevels != nil {
+		in, out := &in.DomainLevels, &out.DomainLevels
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 
@@ -109,6 +114,11 @@ func (in *GangArgs) DeepCopyInto(out *GangArgs) {
 		in, out := &in.PlanStepMilliseconds, &out.PlanStepMilliseconds
 		*out = new(int64)
 		**out = **in
+	}
+	if in.TopologyLevels != nil {
+		in, out := &in.TopologyLevels, &out.TopologyLevels
+		*out = make([]string, len(*in))
+		copy(*out, *in)
 	}
 	return
 }

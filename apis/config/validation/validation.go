@@ -20,13 +20,33 @@ const (
 )
 
 // ValidateBinpackArgs checks that every resource is named once, is a valid
-// resource name, and has a weight in [1, 100].
+// resource name, and has a weight in [1, 100], and that the domain levels
+// are valid label keys, each named once.
 func ValidateBinpackArgs(path *field.Path, args *config.BinpackArgs) error {
-	return validateResources(args.Resources, path.Child("resources")).ToAggregate()
+	errs := validateResources(args.Resources, path.Child("resources"))
+	errs = append(errs, validateLabelKeys(args.DomainLevels, path.Child("domainLevels"))...)
+	return errs.ToAggregate()
+}
+
+// validateLabelKeys checks that every key is a valid node label key, named
+// once.
+func validateLabelKeys(keys []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, k := range keys {
+		p := path.Index(i)
+		if msgs := utilvalidation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, k, strings.Join(msgs, "; ")))
+		} else if seen.Has(k) {
+			errs = append(errs, field.Duplicate(p, k))
+		}
+		seen.Insert(k)
+	}
+	return errs
 }
 
 // ValidateGangArgs checks that the default timeout and the plan step are
-// positive.
+// positive and the topology levels valid label keys, each named once.
 func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	var errs field.ErrorList
 	if args.DefaultScheduleTimeoutSeconds < 1 {
@@ -35,6 +55,7 @@ func ValidateGangArgs(path *field.Path, args *config.GangArgs) error {
 	if args.PlanStepMilliseconds < 1 {
 		errs = append(errs, field.Invalid(path.Child("planStepMilliseconds"), args.PlanStepMilliseconds, "must be at least 1"))
 	}
+	errs = append(errs, validateLabelKeys(args.TopologyLevels, path.Child("topologyLevels"))...)
 	return errs.ToAggregate()
 }
 

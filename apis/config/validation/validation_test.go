@@ -12,7 +12,8 @@ import (
 )
 
 // TestValidateGangArgs: the Permit timeout and the plan step must each be
-// positive, and each that is not is named.
+// positive, and each that is not is named; topology levels are label keys,
+// each named once.
 func TestValidateGangArgs(t *testing.T) {
 	tests := []struct {
 		name string
@@ -24,6 +25,14 @@ func TestValidateGangArgs(t *testing.T) {
 			want: "gangArgs.defaultScheduleTimeoutSeconds: Invalid value: 0: must be at least 1"},
 		{name: "negative plan step", args: config.GangArgs{DefaultScheduleTimeoutSeconds: 60, PlanStepMilliseconds: -1},
 			want: "gangArgs.planStepMilliseconds: Invalid value: -1: must be at least 1"},
+		{name: "topology levels", args: config.GangArgs{DefaultScheduleTimeoutSeconds: 60, PlanStepMilliseconds: 100,
+			TopologyLevels: []string{"kubernetes.io/hostname", "topology.muster.dev/rack"}}},
+		{name: "bad topology level", args: config.GangArgs{DefaultScheduleTimeoutSeconds: 60, PlanStepMilliseconds: 100,
+			TopologyLevels: []string{"rack key"}},
+			want: `gangArgs.topologyLevels[0]: Invalid value: "rack key": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
+		{name: "topology level twice", args: config.GangArgs{DefaultScheduleTimeoutSeconds: 60, PlanStepMilliseconds: 100,
+			TopologyLevels: []string{"topology.muster.dev/rack", "topology.muster.dev/rack"}},
+			want: `gangArgs.topologyLevels[1]: Duplicate value: "topology.muster.dev/rack"`},
 		{name: "both", args: config.GangArgs{},
 			want: "[gangArgs.defaultScheduleTimeoutSeconds: Invalid value: 0: must be at least 1, gangArgs.planStepMilliseconds: Invalid value: 0: must be at least 1]"},
 	}

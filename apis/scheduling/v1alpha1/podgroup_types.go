@@ -49,6 +49,30 @@ type PodGroupSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+
+	// Topology keeps the gang within one topology domain (a rack, a
+	// block); empty means the queue's default, else none.
+	// +optional
+	Topology *TopologySpec `json:"topology,omitempty"`
+}
+
+// TopologySpec constrains where a gang's members go, by node label keys.
+// +kubebuilder:validation:XValidation:rule="has(self.required) || has(self.preferred)",message="set required, preferred or both"
+type TopologySpec struct {
+	// Required is a node label key: every member (at least minMember of
+	// them) is placed on nodes that share one value of it, or the gang
+	// waits, holding nothing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="must be a node label key, such as topology.muster.dev/rack"
+	Required string `json:"required,omitempty"`
+	// Preferred is a node label key: the gang is placed in one domain of
+	// the tightest level, from this one up along the scheduler's topology
+	// levels (up to Required, if set), where it fits.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="must be a node label key, such as topology.muster.dev/rack"
+	Preferred string `json:"preferred,omitempty"`
 }
 
 // PodGroupPhase is where a gang is in its life.

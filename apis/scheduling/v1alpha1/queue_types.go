@@ -82,6 +82,12 @@ type QueueSpec struct {
 	// +kubebuilder:default=Open
 	// +kubebuilder:validation:Enum=Open;Closed
 	State QueueState `json:"state,omitempty"`
+
+	// Topology is the topology constraint of the queue's gangs that give
+	// none of their own (their PodGroup, annotations, or upstream or
+	// Volcano fields). Gangs of one are not constrained.
+	// +optional
+	Topology *TopologySpec `json:"topology,omitempty"`
 }
 
 // QueueState is whether a queue admits new groups.
