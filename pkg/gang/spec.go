@@ -33,6 +33,9 @@ type Spec struct {
 	// gang's priority for ordering, preemption and reclaim. nil when it
 	// names none: the gang then has its members' priority.
 	Priority *int32
+	// Topology is the gang's own constraint; zero when its source gives
+	// none (its queue's default then applies).
+	Topology Topology
 }
 
 // PriorityOf is the priority member pod of a gang of that spec has in
@@ -76,6 +79,7 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 				Queue:         pg.Spec.Queue,
 				Timeout:       seconds(pg.Spec.ScheduleTimeoutSeconds),
 				PodGroup:      pg,
+				Topology:      TopologyOf(pg.Spec.Topology),
 			}
 			if name := pg.Spec.PriorityClassName; name != "" {
 				// As for a pod naming a missing class, which admission
@@ -92,21 +96,13 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 		if err != nil {
 			return Spec{}, fmt.Errorf("PodGroup %s/%s does not exist and %w", key.Namespace, key.Name, err)
 		}
-		queue, err := agreedQueue(members)
-		if err != nil {
-			return Spec{}, err
-		}
-		return Spec{MinMember: min, Queue: queue}, nil
+		return labelSpec(min, members)
 	case FamilyLegacy:
 		min, err := labelMinMember(members, v1alpha1.LegacyLabelMinAvailable)
 		if err != nil {
 			return Spec{}, err
 		}
-		queue, err := agreedQueue(members)
-		if err != nil {
-			return Spec{}, err
-		}
-		return Spec{MinMember: min, Queue: queue}, nil
+		return labelSpec(min, members)
 	case FamilySolo:
 		queue, err := agreedQueue(members)
 		if err != nil {
@@ -131,11 +127,9 @@ func resolveSpec(key Key, members []*v1.Pod, src sources) (Spec, error) {
 			// could never bind.
 			return Spec{}, fmt.Errorf("scheduler-plugins PodGroup %s/%s has scheduleTimeoutSeconds %d; want >= 1 or unset", key.Namespace, key.Name, *t)
 		}
-		queue, err := agreedQueue(members)
-		if err != nil {
-			return Spec{}, err
-		}
-		return Spec{MinMember: sp.Spec.MinMember, MinResources: sp.Spec.MinResources, Queue: queue, Timeout: seconds(sp.Spec.ScheduleTimeoutSeconds)}, nil
+		spec, err := labelSpec(sp.Spec.MinMember, members)
+		spec.MinResources, spec.Timeout = sp.Spec.MinResources, seconds(sp.Spec.ScheduleTimeoutSeconds)
+		return spec, err
 	case FamilyVolcano:
 		return volcanoSpec(key, src)
 	}
@@ -155,7 +149,7 @@ func volcanoSpec(key Key, src sources) (Spec, error) {
 	if vc == nil {
 		return Spec{}, fmt.Errorf("Volcano PodGroup %s/%s does not exist", key.Namespace, key.Name)
 	}
-	spec := Spec{MinMember: max(vc.Spec.MinMember, 1), MinTaskMember: vc.Spec.MinTaskMember, Queue: vc.Spec.Queue}
+	spec := Spec{MinMember: max(vc.Spec.MinMember, 1), MinTaskMember: vc.Spec.MinTaskMember, Queue: vc.Spec.Queue, Topology: volcanoTopology(vc)}
 	if vc.Spec.MinResources != nil {
 		spec.MinResources = podResources(*vc.Spec.MinResources)
 	}
@@ -182,6 +176,20 @@ func volcanoSpec(key Key, src sources) (Spec, error) {
 		spec.Priority = ptr.To(src.priorityClass.Value)
 	}
 	return spec, nil
+}
+
+// labelSpec is the spec of a gang of min members whose queue and topology
+// their labels and annotations give.
+func labelSpec(min int32, members []*v1.Pod) (Spec, error) {
+	queue, err := agreedQueue(members)
+	if err != nil {
+		return Spec{}, err
+	}
+	spec := Spec{MinMember: min, Queue: queue}
+	if spec.Topology, err = annotatedTopology(members); err != nil {
+		return spec, err
+	}
+	return spec, checkTopologyKeys(spec.Topology)
 }
 
 func seconds(s *int32) time.Duration {

@@ -119,6 +119,8 @@ func shapeMoved(old, pod *v1.Pod, oldReq, req v1.ResourceList) bool {
 	return isLive(old) != isLive(pod) ||
 		!maps.Equal(old.Labels, pod.Labels) ||
 		RoleOf(old) != RoleOf(pod) ||
+		old.Annotations[v1alpha1.AnnotationTopologyRequired] != pod.Annotations[v1alpha1.AnnotationTopologyRequired] ||
+		old.Annotations[v1alpha1.AnnotationTopologyPreferred] != pod.Annotations[v1alpha1.AnnotationTopologyPreferred] ||
 		!quotav1.Equals(oldReq, req)
 }
 

@@ -124,7 +124,7 @@ func upstreamSpec(key Key, members []*v1.Pod, pg *schedulingv1beta1.PodGroup) (S
 		}
 		queue = q
 	}
-	return Spec{MinMember: g.MinCount, Queue: queue}, nil
+	return Spec{MinMember: g.MinCount, Queue: queue, Topology: upstreamTopology(pg)}, nil
 }
 
 // UpstreamPodGroup is the scheduling.k8s.io PodGroup of an upstream gang,
