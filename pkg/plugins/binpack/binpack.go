@@ -25,9 +25,13 @@ const preScoreStateKey = "PreScore" + Name
 
 // Binpack is a Score plugin. For the weighted resources a pod requests it
 // scores a node 100 · Σ w·(used+request)/allocatable ÷ Σ w, and 0 when any
-// of them would overflow the node.
+// of them would overflow the node. With domain levels it also scores how
+// used the node's topology domains are; see domain.go.
 type Binpack struct {
 	resources []schedconfig.ResourceSpec
+	// levels are node label keys of topology domains; empty: nodes alone.
+	levels []string
+	handle fwk.Handle
 }
 
 var (
@@ -37,7 +41,7 @@ var (
 )
 
 // New builds the plugin from validated BinpackArgs.
-func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.BinpackArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type BinpackArgs, got %T", obj)
@@ -45,8 +49,13 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error
 	if err := validation.ValidateBinpackArgs(field.NewPath("binpackArgs"), args); err != nil {
 		return nil, err
 	}
+	if len(args.DomainLevels) > 0 && (h == nil || h.SnapshotSharedLister() == nil) {
+		return nil, fmt.Errorf("binpackArgs.domainLevels: scoring domains needs the scheduler's snapshot lister")
+	}
 	return &Binpack{
 		resources: args.Resources,
+		levels:    args.DomainLevels,
+		handle:    h,
 	}, nil
 }
 
@@ -59,22 +68,35 @@ type request struct {
 	amount int64 // milli-units for cpu, units otherwise
 }
 
-// preScoreState holds the pod's weighted requests, computed once per cycle.
+// preScoreState holds the pod's weighted requests, computed once per cycle,
+// and with domain levels each domain's part (see domain.go).
 type preScoreState struct {
 	requests  []request
 	weights   []int64
 	weightSum int64
+	// domains maps, per level, a domain's label value to its part; nil
+	// without domain levels.
+	domains []map[string]float64
 }
 
 // Clone shares the state: it is never modified after PreScore.
 func (s *preScoreState) Clone() fwk.StateData { return s }
 
-// PreScore computes the pod's requests of the weighted resources. A pod that
-// requests none of them is not scored.
+// PreScore computes the pod's requests of the weighted resources and, with
+// domain levels, the domains' parts over all nodes of the snapshot, not only
+// the feasible ones: a domain is used whichever nodes the pod may land on.
+// A pod that requests none of the weighted resources is not scored.
 func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	s := b.podState(pod)
 	if len(s.requests) == 0 {
 		return fwk.NewStatus(fwk.Skip)
+	}
+	if len(b.levels) > 0 {
+		nodeInfos, err := b.handle.SnapshotSharedLister().NodeInfos().List()
+		if err != nil {
+			return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
+		}
+		s.domains = domainParts(s, b.levels, nodeInfos)
 	}
 	state.Write(preScoreStateKey, s)
 	return nil
@@ -119,11 +141,22 @@ func getPreScoreState(state fwk.CycleState) (*preScoreState, error) {
 // signerName keys the pod's weighted requests in its signature.
 const signerName = "muster.dev/Binpack.weightedRequests"
 
+// errDomainsNotSignable refuses batching for profiles that score domains.
+var errDomainsNotSignable = fwk.NewStatus(fwk.Unschedulable, "Binpack with domainLevels scores a node by other nodes' usage; pods are not signable")
+
 // SignPod lets kube-scheduler's opportunistic batching reuse a cycle's
 // scores for a pod like the one before it: Binpack's score depends on the
 // pod only through its requests of the weighted resources.
 // The framework signs with the fragments' JSON, so the value is a map.
+//
+// With domain levels it refuses: the batch keeps the other nodes' scores
+// and rescores only the node the last pod went to, but that pod also
+// raised the score of every empty node in its domains, so the kept scores
+// would be stale and the hint could open a node in another domain.
 func (b *Binpack) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if len(b.levels) > 0 {
+		return nil, errDomainsNotSignable
+	}
 	s := b.podState(pod)
 	requests := make(map[v1.ResourceName]int64, len(s.requests))
 	for _, r := range s.requests {
@@ -132,13 +165,18 @@ func (b *Binpack) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *
 	return []fwk.SignFragment{{Key: signerName, Value: requests}}, nil
 }
 
-// Score returns how full the node would be, in [0, 100]. When the profile
-// enables Binpack for Score only, PreScore did not run and the pod's
-// requests are computed here.
+// Score returns how full the node would be, in [0, 100], blended with how
+// used its domains are when PreScore computed them. When the profile
+// enables Binpack for Score only, PreScore did not run: the pod's requests
+// are computed here and the node is scored alone, since the domains would
+// cost a pass over all nodes for every node.
 func (b *Binpack) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := getPreScoreState(state)
 	if err != nil {
 		s = b.podState(pod)
+	}
+	if s.domains != nil {
+		return domainScore(s, b.levels, nodeInfo), nil
 	}
 	return score(s, nodeInfo), nil
 }

@@ -1,0 +1,131 @@
+package binpack
+
+import (
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Domain-aware scoring. With L domain levels a node scores
+//
+//	100 · (f + Σ_l p_l) ÷ (1 + L),    p_l = u + (1−u) · (s_d + φ_d)/2
+//
+// f is the node's fill after placement, as without levels; d is the node's
+// domain at level l, the nodes sharing its value of the level's label (a
+// node without the label is a domain of its own). Over the weighted
+// resources the pod requests, u and s_d are the weighted shares of those
+// the node and d already use, and φ_d is d's fill, Σ used ÷ Σ allocatable.
+//
+// Placing a pod on a used node keeps every whole node and domain whole; on
+// an empty node it breaks that node, and its domain if that was empty too.
+// For nodes of one size the score orders them so (u, s_d ∈ {0, 1} when
+// every resource is used alike):
+//   - a used node earns p_l = 1 and more fill than an empty node, so it
+//     never scores below one; among used nodes the fuller one wins;
+//   - an empty node earns p_l = (1+φ_d)/2 ≥ 1/2 in a used domain and 0 in an
+//     empty one: with equal fill it beats a node in an empty domain by at
+//     least 50/(1+L) points, and the fuller domain wins;
+//   - within one domain only f differs, so node fill decides.
+//
+// Shares rather than flags keep a resource that every node uses (the cpu
+// of daemon pods) from making all nodes and domains look used.
+
+// usage is the weighted share of the requested resources in use and the
+// weighted fill, both in [0, 1], of summed usage.
+func (s *preScoreState) usage(used, allocatable []int64) (share, fill float64) {
+	for i := range s.requests {
+		w := float64(s.weights[i])
+		if used[i] > 0 {
+			share += w
+		}
+		if allocatable[i] > 0 {
+			fill += w * min(1, float64(used[i])/float64(allocatable[i]))
+		}
+	}
+	return share / float64(s.weightSum), fill / float64(s.weightSum)
+}
+
+// domainParts returns, per level, each domain's (s_d + φ_d)/2 keyed by its
+// label value. Nodes without a level's label are left out of it.
+func domainParts(s *preScoreState, levels []string, nodeInfos []fwk.NodeInfo) []map[string]float64 {
+	n := len(s.requests)
+	// totals[l][value] holds the domain's used amounts, then its allocatable.
+	totals := make([]map[string][]int64, len(levels))
+	for l := range levels {
+		totals[l] = map[string][]int64{}
+	}
+	node := make([]int64, 2*n)
+	for _, ni := range nodeInfos {
+		if ni.Node() == nil {
+			continue
+		}
+		for i, r := range s.requests {
+			node[n+i], node[i] = allocatableAndUsed(ni, r.name)
+		}
+		labels := ni.Node().Labels
+		for l, key := range levels {
+			value, ok := labels[key]
+			if !ok {
+				continue
+			}
+			t := totals[l][value]
+			if t == nil {
+				t = make([]int64, 2*n)
+				totals[l][value] = t
+			}
+			for i := range t {
+				t[i] += node[i]
+			}
+		}
+	}
+	parts := make([]map[string]float64, len(levels))
+	for l, domains := range totals {
+		parts[l] = make(map[string]float64, len(domains))
+		for value, t := range domains {
+			share, fill := s.usage(t[:n], t[n:])
+			parts[l][value] = (share + fill) / 2
+		}
+	}
+	return parts
+}
+
+// domainScore scores a node by its own fill and its domains' parts, in
+// [0, 100], and 0 when the pod would overflow the node.
+func domainScore(s *preScoreState, levels []string, nodeInfo fwk.NodeInfo) int64 {
+	if s.weightSum == 0 {
+		return fwk.MinNodeScore
+	}
+	n := len(s.requests)
+	var buf [16]int64 // keeps the common few resources off the heap
+	amounts := buf[:]
+	if 2*n > len(buf) {
+		amounts = make([]int64, 2*n)
+	}
+	used, allocatable := amounts[:n], amounts[n:2*n]
+	var after float64
+	for i, r := range s.requests {
+		allocatable[i], used[i] = allocatableAndUsed(nodeInfo, r.name)
+		if allocatable[i] == 0 {
+			continue // counts with its weight, contributes nothing
+		}
+		if used[i]+r.amount > allocatable[i] {
+			return fwk.MinNodeScore
+		}
+		after += float64(s.weights[i]) * float64(used[i]+r.amount) / float64(allocatable[i])
+	}
+	share, fill := s.usage(used, allocatable)
+	own := (share + fill) / 2
+	sum := after / float64(s.weightSum)
+	var labels map[string]string
+	if node := nodeInfo.Node(); node != nil {
+		labels = node.Labels
+	}
+	for l, key := range levels {
+		part := own
+		if value, ok := labels[key]; ok {
+			if p, ok := s.domains[l][value]; ok {
+				part = p
+			}
+		}
+		sum += share + (1-share)*part
+	}
+	return int64(float64(fwk.MaxNodeScore) * sum / float64(1+len(levels)))
+}
