@@ -18,6 +18,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -97,6 +98,9 @@ type Trial struct {
 	// Budget, when not zero, bounds the time Place spends: once it is
 	// used up, Place returns the members placed so far (at least one).
 	Budget time.Duration
+	// Nodes, when not nil, are the only nodes members may go to (a
+	// topology domain).
+	Nodes sets.Set[string]
 }
 
 // Place finds a node for each member, in order, on this cycle's snapshot
@@ -152,10 +156,11 @@ func (pl *Placer) Place(ctx context.Context, t Trial) (Result, string, error) {
 		}
 		added = len(tr.added)
 		nodes := nodeInfos
-		if result != nil && result.NodeNames != nil {
+		if result != nil && result.NodeNames != nil || t.Nodes != nil {
 			nodes = nil
 			for _, n := range nodeInfos {
-				if result.NodeNames.Has(n.Node().Name) {
+				name := n.Node().Name
+				if (result == nil || result.NodeNames == nil || result.NodeNames.Has(name)) && (t.Nodes == nil || t.Nodes.Has(name)) {
 					nodes = append(nodes, n)
 				}
 			}

@@ -491,3 +491,13 @@ func dominantShareOf(allocated v1.ResourceList, total Vector) float64 {
 	}
 	return share
 }
+
+// Topology is the topology constraint the gang's queue gives the gangs
+// that give none of their own; zero when its Queue does not exist.
+func (s *State) Topology(st *gang.Status) gang.Topology {
+	q, err := s.queues.Get(QueueOf(st))
+	if err != nil {
+		return gang.Topology{}
+	}
+	return gang.TopologyOf(q.Spec.Topology)
+}

@@ -37,7 +37,9 @@ type Plugin struct {
 	binds     *batch.Binds
 	timeout   time.Duration
 	// planStep bounds the time a cycle spends on a gang's plan.
-	planStep   time.Duration
+	planStep time.Duration
+	// levels are the topology levels' node label keys, tightest first.
+	levels     []string
 	now        func() time.Time
 	schedulers map[string]bool
 	// queues is the queue accounting, nil while no queue policy is on.
@@ -87,6 +89,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 		binds:     b.Binds,
 		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,
 		planStep:  time.Duration(args.PlanStepMilliseconds) * time.Millisecond,
+		levels:    args.TopologyLevels,
 		now:       time.Now,
 		queues:    b.Queues,
 		orders:    newOrders(),

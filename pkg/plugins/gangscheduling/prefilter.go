@@ -37,8 +37,13 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if s.Invalid != "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, s.Invalid))
 	}
+	keys, required := pl.topology(&s).Levels(pl.levels)
 	if s.Ready() || s.Spec.MinMember == 1 && len(s.Spec.MinTaskMember) == 0 {
-		// An elastic member, or a gang of one: placed like any pod.
+		// An elastic member, or a gang of one: placed like any pod, within
+		// the required domain of the members placed.
+		if nodes := pl.domainOfPlaced(key, required); nodes != nil {
+			return &fwk.PreFilterResult{NodeNames: nodes}, nil
+		}
 		return nil, rest
 	}
 	if node, planned, hasPlan := pl.manager.PlannedNode(key, pod.UID, now); planned {
@@ -52,6 +57,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	// is made over several members' cycles, so that pods in no gang are
 	// scheduled in between; the room planned so far is promised meanwhile.
 	nodes, infos, todo, unfinished := pl.manager.UnfinishedPlan(key, now)
+	unfinished = unfinished && len(keys) == 0 // a topology gang is planned in one cycle
 	var planned []placement.PodOnNode
 	if unfinished {
 		planned = make([]placement.PodOnNode, 0, len(infos))
@@ -65,11 +71,24 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		pl.manager.DropPlan(key)
 		todo = gang.PickMembers(pod, pl.manager.PendingMembers(key), &s)
 	}
-	placed, msg, err := pl.placer.Place(ctx, placement.Trial{
+	trial := placement.Trial{
 		Members: todo, Planned: planned,
 		Placed: s.Placed + int32(len(planned)), MinMember: s.Spec.MinMember,
 		Budget: pl.planStep,
-	})
+	}
+	var (
+		placed placement.Result
+		msg    string
+		err    error
+	)
+	if len(keys) > 0 {
+		// The domain is chosen for the whole gang: a plan made over
+		// several cycles could not move to another domain.
+		trial.Budget = 0
+		placed, msg, err = pl.placer.PlaceInDomains(ctx, trial, keys, required, pl.placedNodes(key))
+	} else {
+		placed, msg, err = pl.placer.Place(ctx, trial)
+	}
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
