@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"math"
+
+	"github.com/muster-sched/muster/pkg/simulator"
 )
 
 // Check evaluates the scenario's expectations against its results, records
@@ -60,19 +62,64 @@ func (e *Expectation) check(r *Result, byProfile map[string]*Result) []string {
 			out = append(out, fmt.Sprintf("free %s nodes at peak is %d, bound ≥ %d", g, got, e.MinFreeNodes[g]))
 		}
 	}
+	out = append(out, e.checkTopology(r)...)
 	for _, rb := range e.Relative {
-		other := byProfile[rb.Of]
-		if other == nil || rb.Of == r.Profile {
-			continue
+		for _, other := range rb.others(r.Profile, byProfile) {
+			mine, theirs := metricValue(r, rb.Metric), metricValue(other, rb.Metric)
+			ratio := ratioOf(mine, theirs)
+			if rb.Max != nil && ratio > *rb.Max {
+				out = append(out, fmt.Sprintf("%s is %.4g × %s's (%.4g vs %.4g), bound ≤ %g×", rb.Metric, ratio, other.Profile, mine, theirs, *rb.Max))
+			}
+			if rb.Min != nil && ratio < *rb.Min {
+				out = append(out, fmt.Sprintf("%s is %.4g × %s's (%.4g vs %.4g), bound ≥ %g×", rb.Metric, ratio, other.Profile, mine, theirs, *rb.Min))
+			}
 		}
-		mine, theirs := metricValue(r, rb.Metric), metricValue(other, rb.Metric)
-		ratio := ratioOf(mine, theirs)
-		if rb.Max != nil && ratio > *rb.Max {
-			out = append(out, fmt.Sprintf("%s is %.4g × %s's (%.4g vs %.4g), bound ≤ %g×", rb.Metric, ratio, rb.Of, mine, theirs, *rb.Max))
+	}
+	return out
+}
+
+// others are the results a relative bound compares profile's with: Of's,
+// or with Of "others" every other profile's, in profile order.
+func (rb *RelativeBound) others(profile string, byProfile map[string]*Result) []*Result {
+	if rb.Of != ofOthers {
+		if other := byProfile[rb.Of]; other != nil && rb.Of != profile {
+			return []*Result{other}
 		}
-		if rb.Min != nil && ratio < *rb.Min {
-			out = append(out, fmt.Sprintf("%s is %.4g × %s's (%.4g vs %.4g), bound ≥ %g×", rb.Metric, ratio, rb.Of, mine, theirs, *rb.Min))
+		return nil
+	}
+	var out []*Result
+	for _, name := range sortedKeys(byProfile) {
+		if name != profile {
+			out = append(out, byProfile[name])
 		}
+	}
+	return out
+}
+
+// checkTopology returns the topology bounds of e that r fails. A
+// placement bound fails when no gang it bounds was placed: a bound that
+// held for want of gangs would say nothing.
+func (e *Expectation) checkTopology(r *Result) []string {
+	var out []string
+	for _, b := range []struct {
+		name            string
+		bound           *float64
+		gangs, inDomain int
+		share           float64
+	}{
+		{"topologyRequiredPlacement", e.MinRequiredPlacement, r.RequiredGangs, r.RequiredInDomain, r.RequiredPlacement},
+		{"topologyPreferredPlacement", e.MinPreferredPlacement, r.PreferredGangs, r.PreferredInDomain, r.PreferredPlacement},
+	} {
+		switch {
+		case b.bound == nil:
+		case b.gangs == 0:
+			out = append(out, fmt.Sprintf("%s: no gang it bounds was placed, bound ≥ %g", b.name, *b.bound))
+		case b.share < *b.bound:
+			out = append(out, fmt.Sprintf("%s is %.4g (%d of %d gangs in one domain), bound ≥ %g", b.name, b.share, b.inDomain, b.gangs, *b.bound))
+		}
+	}
+	if e.MinWholeFreeNodes != nil && r.MeanWholeFreeNodes < *e.MinWholeFreeNodes {
+		out = append(out, fmt.Sprintf("meanWholeFreeNodes is %.2f, bound ≥ %g", r.MeanWholeFreeNodes, *e.MinWholeFreeNodes))
 	}
 	return out
 }
@@ -128,6 +175,20 @@ func metricValue(r *Result, metric string) float64 {
 		return r.ReserveMicrosPerPod
 	case "permitMicrosPerPod":
 		return r.PermitMicrosPerPod
+	case "gpuUtilization":
+		return r.MeanUtilization[string(simulator.GPUResource)]
+	case "requiredPlacement":
+		return r.RequiredPlacement
+	case "preferredPlacement":
+		return r.PreferredPlacement
+	case "wholeFreeNodes":
+		return r.MeanWholeFreeNodes
+	case "wholeFreeNodeGPUs":
+		return r.MeanWholeFreeNodeGPUs
+	case "rackWholeFreeNodes":
+		return r.MeanRackWholeFreeNodes
+	case "rackFreeGPUs":
+		return r.MeanRackFreeGPUs
 	case "wastedReservation":
 		sum := 0.0
 		for _, v := range r.WastedReservation {

@@ -114,6 +114,24 @@ type Result struct {
 	// running pod at the moment of peak allocation.
 	NodesUsed int            `json:"nodesUsed"`
 	FreeNodes map[string]int `json:"freeNodesAtPeak"`
+	// Topology placement, for the gangs with a required (preferred)
+	// topology key that were placed (at least minMember members bound):
+	// how many, how many ran every bound member in one domain of the key,
+	// and that share (0 when none was placed).
+	RequiredGangs      int     `json:"topologyRequiredGangs"`
+	RequiredInDomain   int     `json:"topologyRequiredInDomain"`
+	RequiredPlacement  float64 `json:"topologyRequiredPlacement"`
+	PreferredGangs     int     `json:"topologyPreferredGangs"`
+	PreferredInDomain  int     `json:"topologyPreferredInDomain"`
+	PreferredPlacement float64 `json:"topologyPreferredPlacement"`
+	// Room for gangs of whole GPU nodes, the means of the samples'
+	// FreeCapacity while work remained (some pod running or pending): GPU
+	// nodes with every GPU free and their GPUs; in the rack with the most,
+	// whole free nodes; in the rack with the most, free GPUs.
+	MeanWholeFreeNodes     float64 `json:"meanWholeFreeNodes"`
+	MeanWholeFreeNodeGPUs  float64 `json:"meanWholeFreeNodeGPUs"`
+	MeanRackWholeFreeNodes float64 `json:"meanRackWholeFreeNodes"`
+	MeanRackFreeGPUs       float64 `json:"meanRackFreeGPUs"`
 	// Evictions are running pods deleted (the runner deletes none:
 	// preemption). Preemptors are the pods that were nominated
 	// (status.nominatedNodeName) or are the related object of an
@@ -173,6 +191,8 @@ type Point struct {
 	Seconds     float64            `json:"seconds"`
 	Utilization map[string]float64 `json:"utilization"`
 	Shares      map[string]float64 `json:"shares,omitempty"`
+	// Free is the room for gangs of whole GPU nodes (clusters with GPUs).
+	Free *FreeCapacity `json:"free,omitempty"`
 }
 
 // measure computes a profile's metrics from what was observed.
@@ -248,7 +268,10 @@ func measure(s *Scenario, o *observer, rel, open []released, sched schedulerCoun
 	}
 
 	var latencies []float64
+	var required, preferred placement
 	for _, g := range o.gangs {
+		required.add(g, g.required, o.nodeLabels)
+		preferred.add(g, g.preferred, o.nodeLabels)
 		r.Gangs++
 		lat, bound, ok := gangLatency(g, start)
 		if ok {
@@ -262,6 +285,8 @@ func measure(s *Scenario, o *observer, rel, open []released, sched schedulerCoun
 			r.GangsBroken++
 		}
 	}
+	r.RequiredGangs, r.RequiredInDomain, r.RequiredPlacement = required.gangs, required.inDomain, required.share()
+	r.PreferredGangs, r.PreferredInDomain, r.PreferredPlacement = preferred.gangs, preferred.inDomain, preferred.share()
 	r.GangLatencyP50 = percentile(latencies, 50)
 	r.GangLatencyP99 = percentile(latencies, 99)
 	r.PodLatencyP50 = percentile(podLatencies, 50)
@@ -417,8 +442,38 @@ func (r *Result) summarizeSamples(s *Scenario, o *observer) {
 		if len(smp.shares) > 0 {
 			pt.Shares = smp.shares
 		}
+		if len(o.gpuNodes) > 0 {
+			free := smp.free
+			pt.Free = &free
+		}
 		r.Series = append(r.Series, pt)
 	}
+	r.summarizeFree(o.samples)
 	r.summarizeFairness(s, o)
 	r.summarizeIdle(o)
+}
+
+// summarizeFree averages the samples' FreeCapacity over those taken while
+// work remained: after the last pod is done every node is free, and how
+// long a run lingers there says nothing about packing.
+func (r *Result) summarizeFree(samples []sample) {
+	n := 0
+	var sum FreeCapacity
+	for _, smp := range samples {
+		if !smp.working {
+			continue
+		}
+		n++
+		sum.WholeNodes += smp.free.WholeNodes
+		sum.WholeNodeGPUs += smp.free.WholeNodeGPUs
+		sum.RackWholeNodes += smp.free.RackWholeNodes
+		sum.RackFreeGPUs += smp.free.RackFreeGPUs
+	}
+	if n == 0 {
+		return
+	}
+	r.MeanWholeFreeNodes = float64(sum.WholeNodes) / float64(n)
+	r.MeanWholeFreeNodeGPUs = float64(sum.WholeNodeGPUs) / float64(n)
+	r.MeanRackWholeFreeNodes = float64(sum.RackWholeNodes) / float64(n)
+	r.MeanRackFreeGPUs = float64(sum.RackFreeGPUs) / float64(n)
 }

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -53,6 +54,8 @@ type gangRecord struct {
 	minMember int
 	size      int
 	members   []*podRecord
+	// required and preferred are the gang's topology keys, if any.
+	required, preferred string
 }
 
 // sample is the cluster's state at one moment.
@@ -64,6 +67,9 @@ type sample struct {
 	freeNodes map[string]int     // per node group: nodes with no running pod
 	busyNodes int
 	idle      []float64 // per dimension: room idle while a pod that fits waits
+	free      FreeCapacity
+	// working: some pod was running or pending.
+	working bool
 }
 
 // observer watches the pods of one run and samples the cluster.
@@ -82,6 +88,12 @@ type observer struct {
 	gangs            map[string]*gangRecord
 	samples          []sample
 	used             map[string]bool // nodes that ever ran a pod
+	// nodeLabels are each node's labels, for topology placement.
+	nodeLabels map[string]map[string]string
+	// gpuNodes are the nodes with GPUs and gpuDim the GPUs' dimension
+	// (−1 without), for FreeCapacity.
+	gpuNodes []gpuNode
+	gpuDim   int
 
 	lastProgress time.Time
 	created      int
@@ -96,10 +108,12 @@ func newObserver(s *Scenario, gangs map[string]*gangRecord) *observer {
 	o := &observer{
 		now:    time.Now,
 		groups: map[string]string{}, groupAllocatable: map[string][]float64{},
-		counts: map[string]int{},
-		pods:   map[string]*podRecord{},
-		gangs:  gangs,
-		used:   map[string]bool{},
+		counts:     map[string]int{},
+		pods:       map[string]*podRecord{},
+		gangs:      gangs,
+		used:       map[string]bool{},
+		nodeLabels: map[string]map[string]string{},
+		gpuDim:     -1,
 	}
 	totals := v1.ResourceList{}
 	for _, g := range s.Cluster.Nodes {
@@ -121,8 +135,12 @@ func newObserver(s *Scenario, gangs map[string]*gangRecord) *observer {
 		o.counts[g.Name] = g.Count
 		for i := range g.Count {
 			o.groups[fmt.Sprintf("%s-%d", g.Name, i)] = g.Name
+			if n, err := g.node(i); err == nil {
+				o.nodeLabels[n.Name] = n.Labels
+			}
 		}
 	}
+	o.gpuNodes = s.gpuNodes()
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, simulator.GPUResource} {
 		if q, ok := totals[name]; ok && !q.IsZero() {
 			o.dims = append(o.dims, name)
@@ -137,9 +155,12 @@ func newObserver(s *Scenario, gangs map[string]*gangRecord) *observer {
 	for _, name := range resourceNames(extra) {
 		o.dims = append(o.dims, v1.ResourceName(name))
 	}
-	for _, d := range o.dims {
+	for i, d := range o.dims {
 		q := totals[d]
 		o.total = append(o.total, q.AsApproximateFloat64())
+		if d == simulator.GPUResource {
+			o.gpuDim = i
+		}
 	}
 	for _, g := range s.Cluster.Nodes {
 		if node, err := g.nodeShape().Node("x"); err == nil {
@@ -284,14 +305,20 @@ func (o *observer) sampleNow() {
 	queueAlloc := map[string][]float64{}
 	queueDemand := map[string][]float64{}
 	busy := map[string]bool{}
+	gpusUsed := map[string]int{}
+	working := false
 	for _, p := range o.pods {
 		running, pending := p.running(), p.pending()
 		if !running && !pending {
 			continue
 		}
+		working = true
 		if running {
 			busy[p.node] = true
 			addTo(alloc, p.requests)
+			if o.gpuDim >= 0 {
+				gpusUsed[p.node] += int(math.Round(p.requests[o.gpuDim]))
+			}
 		}
 		if p.queue == "" {
 			continue
@@ -313,6 +340,8 @@ func (o *observer) sampleNow() {
 		freeNodes: map[string]int{},
 		busyNodes: len(busy),
 		idle:      o.idleWhileWaiting(),
+		free:      freeCapacity(o.gpuNodes, gpusUsed),
+		working:   working,
 	}
 	for i := range o.dims {
 		if o.total[i] > 0 {

@@ -22,6 +22,41 @@ profiles:
 - schedulerName: default-scheduler
 `
 
+// stockBinpackConfig is kube-scheduler's default profile packing as its
+// documentation shows (resource bin packing): NodeResourcesFit scores
+// MostAllocated, GPUs weighted as Muster's binpack profile weighs them,
+// and NodeResourcesBalancedAllocation, which would fight the packing, is
+// off, as there. Stock plugins only.
+const stockBinpackConfig = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - name: cpu
+          weight: 1
+        - name: memory
+          weight: 1
+        - name: nvidia.com/gpu
+          weight: 5
+`
+
+// musterConfigs are the shipped configurations of Muster's profiles.
+var musterConfigs = map[string]string{
+	ProfileMuster:         "replace-default.yaml",
+	ProfileMusterBinpack:  "binpack.yaml",
+	ProfileMusterTopology: "topology.yaml",
+}
+
 // coschedulingConfig is scheduler-plugins' Coscheduling as its README
 // configures it: the one QueueSort, and every other point it implements.
 const coschedulingConfig = `
@@ -76,12 +111,10 @@ func schedulerConfig(profile string, gangWait time.Duration, speedup float64) ([
 		base = []byte(fmt.Sprintf(coschedulingConfig, int(gangWait.Seconds())))
 	case ProfileCapacityScheduling:
 		base = []byte(capacitySchedulingConfig)
-	case ProfileMuster, ProfileMusterBinpack:
-		name := "replace-default.yaml"
-		if profile == ProfileMusterBinpack {
-			name = "binpack.yaml"
-		}
-		data, err := fs.ReadFile(config.FS, name)
+	case ProfileStockBinpack:
+		base = []byte(stockBinpackConfig)
+	case ProfileMuster, ProfileMusterBinpack, ProfileMusterTopology:
+		data, err := fs.ReadFile(config.FS, musterConfigs[profile])
 		if err != nil {
 			return nil, err
 		}

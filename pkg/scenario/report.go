@@ -18,8 +18,10 @@ type Report struct {
 	Pods        int     `json:"pods"`
 	Speedup     float64 `json:"speedup"`
 	// FairShareTolerance is the scenario's, when it has queues.
-	FairShareTolerance float64   `json:"fairShareTolerance,omitempty"`
-	Results            []*Result `json:"results"`
+	FairShareTolerance float64 `json:"fairShareTolerance,omitempty"`
+	// Racks is the number of racks, when node groups have a topology.
+	Racks   int       `json:"racks,omitempty"`
+	Results []*Result `json:"results"`
 }
 
 // NewReport gathers a scenario's results.
@@ -28,7 +30,7 @@ func NewReport(s *Scenario, results []*Result) *Report {
 	for _, g := range s.Cluster.Nodes {
 		nodes += g.Count
 	}
-	rep := &Report{Scenario: s.Name, File: s.file, Description: s.Description, Nodes: nodes, Pods: s.PodCount(), Speedup: s.Speedup, Results: results}
+	rep := &Report{Scenario: s.Name, File: s.file, Description: s.Description, Nodes: nodes, Pods: s.PodCount(), Speedup: s.Speedup, Racks: s.Racks(), Results: results}
 	if len(s.Queues) > 0 {
 		rep.FairShareTolerance = s.fairShareTolerance()
 	}
@@ -115,6 +117,43 @@ func hasEvictions(rep *Report) bool {
 	return false
 }
 
+func hasRequiredTopology(rep *Report) bool {
+	for _, r := range rep.Results {
+		if r.RequiredGangs > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPreferredTopology(rep *Report) bool {
+	for _, r := range rep.Results {
+		if r.PreferredGangs > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasGPUs(rep *Report) bool {
+	for _, r := range rep.Results {
+		if _, ok := r.MeanUtilization["nvidia.com/gpu"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func hasRacks(rep *Report) bool { return rep.Racks > 0 && hasGPUs(rep) }
+
+// inDomain shows a placement share with its counts.
+func inDomain(gangs, in int, share float64) string {
+	if gangs == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%% (%d/%d)", 100*share, in, gangs)
+}
+
 var rows = []row{
 	{"pods bound / unscheduled", func(r *Result) string { return fmt.Sprintf("%d / %d", r.BoundPods, r.UnscheduledPods) }, always},
 	{"makespan (s)", func(r *Result) string {
@@ -171,6 +210,18 @@ var rows = []row{
 	{"contended time (s)", func(r *Result) string { return fmt.Sprintf("%.1f", r.ContendedSeconds) }, hasQueues},
 	{"nodes used", func(r *Result) string { return fmt.Sprint(r.NodesUsed) }, always},
 	{"free nodes at peak", func(r *Result) string { return freeNodes(r.FreeNodes) }, always},
+	{"whole free GPU nodes / their GPUs (mean)", func(r *Result) string {
+		return fmt.Sprintf("%.1f / %.0f", r.MeanWholeFreeNodes, r.MeanWholeFreeNodeGPUs)
+	}, hasGPUs},
+	{"  best rack: whole free nodes / free GPUs", func(r *Result) string {
+		return fmt.Sprintf("%.1f / %.1f", r.MeanRackWholeFreeNodes, r.MeanRackFreeGPUs)
+	}, hasRacks},
+	{"required topology: gangs in one domain", func(r *Result) string {
+		return inDomain(r.RequiredGangs, r.RequiredInDomain, r.RequiredPlacement)
+	}, hasRequiredTopology},
+	{"preferred topology: gangs in one domain", func(r *Result) string {
+		return inDomain(r.PreferredGangs, r.PreferredInDomain, r.PreferredPlacement)
+	}, hasPreferredTopology},
 	{"evictions / preemptors", func(r *Result) string { return fmt.Sprintf("%d / %d", r.Evictions, r.Preemptors) }, always},
 	{"victims per preemptor", func(r *Result) string {
 		if r.Preemptors == 0 {

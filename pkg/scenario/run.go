@@ -103,9 +103,13 @@ func runProfile(parent context.Context, s *Scenario, profile string, run int, op
 	gangs := map[string]*gangRecord{}
 	for _, a := range s.timeline() {
 		if a.workload.Kind == KindGang {
-			gangs[a.workload.namespace()+"/"+a.groupName()] = &gangRecord{
+			g := &gangRecord{
 				name: a.groupName(), queue: a.workload.Queue, minMember: a.workload.minMember(), size: a.workload.size(),
 			}
+			if t := a.workload.Topology; t != nil {
+				g.required, g.preferred = t.Required, t.Preferred
+			}
+			gangs[a.workload.namespace()+"/"+a.groupName()] = g
 		}
 	}
 	obs := newObserver(s, gangs)
@@ -282,10 +286,10 @@ func setUpCluster(ctx context.Context, s *Scenario, profile string, cp *controlp
 // createNodes creates the node groups, several nodes at a time.
 func createNodes(ctx context.Context, s *Scenario, cp *controlplane.ControlPlane) error {
 	var nodes []*v1.Node
-	for _, g := range s.Cluster.Nodes {
-		shape := g.nodeShape()
+	for gi := range s.Cluster.Nodes {
+		g := &s.Cluster.Nodes[gi]
 		for i := range g.Count {
-			n, err := shape.Node(fmt.Sprintf("%s-%d", g.Name, i))
+			n, err := g.node(i)
 			if err != nil {
 				return err
 			}
@@ -408,7 +412,7 @@ func (c *creator) create(ctx context.Context, arrivals []arrival) error {
 func (c *creator) createGroup(ctx context.Context, a arrival) error {
 	ns := a.workload.namespace()
 	switch c.profile {
-	case ProfileMuster, ProfileMusterBinpack:
+	case ProfileMuster, ProfileMusterBinpack, ProfileMusterTopology:
 		_, err := c.cp.Muster.SchedulingV1alpha1().PodGroups(ns).Create(ctx, a.musterPodGroup(c.s.gangWait), metav1.CreateOptions{})
 		return err
 	case ProfileUpstream:

@@ -90,6 +90,18 @@ type NodeGroup struct {
 	Extended map[string]string `yaml:"extended"`
 	Labels   map[string]string `yaml:"labels"`
 	Taints   []Taint           `yaml:"taints"`
+	// Topology spreads the group's nodes over racks and blocks.
+	Topology *NodeTopology `yaml:"topology"`
+}
+
+// NodeTopology puts a node group's nodes, in name order, into racks of
+// NodesPerRack nodes and the racks into blocks of RacksPerBlock racks,
+// labelled topology.muster.dev/rack: <group>-rack-<r> and
+// topology.muster.dev/block: <group>-block-<b>.
+type NodeTopology struct {
+	NodesPerRack int `yaml:"nodesPerRack"`
+	// RacksPerBlock is optional: without it the nodes have no block.
+	RacksPerBlock int `yaml:"racksPerBlock"`
 }
 
 // Taint is a node taint.
@@ -137,6 +149,8 @@ type Workload struct {
 	RunTime      string            `yaml:"runTime"`
 	NodeSelector map[string]string `yaml:"nodeSelector"`
 	Tolerations  []Toleration      `yaml:"tolerations"`
+	// Topology constrains where a gang's members go.
+	Topology *GangTopology `yaml:"topology"`
 
 	runTime     time.Duration
 	arrival     time.Duration
@@ -151,6 +165,14 @@ type Role struct {
 	Members  int               `yaml:"members"`
 	Min      int               `yaml:"min"`
 	Requests map[string]string `yaml:"requests"`
+}
+
+// GangTopology is a gang's topology constraint, by node label keys:
+// Required keeps every member in one domain of its key; Preferred asks for
+// the tightest level, from its key up, where the gang fits.
+type GangTopology struct {
+	Required  string `yaml:"required"`
+	Preferred string `yaml:"preferred"`
 }
 
 // Toleration tolerates a node taint.
@@ -180,11 +202,22 @@ type Expectation struct {
 	// MaxTimeToFairShare bounds, in seconds, the time to fair share after
 	// every burst; a burst after which the queues never got there fails.
 	MaxTimeToFairShare *float64 `yaml:"maxTimeToFairShare"`
+	// MinRequiredPlacement and MinPreferredPlacement bound, as a fraction
+	// from 0 to 1, the share of placed gangs with a required (preferred)
+	// topology whose members all run in one domain of its key; with no
+	// such gang placed the bound fails.
+	MinRequiredPlacement  *float64 `yaml:"minRequiredPlacement"`
+	MinPreferredPlacement *float64 `yaml:"minPreferredPlacement"`
+	// MinWholeFreeNodes bounds the mean number of GPU nodes with every GPU
+	// free while work remained (meanWholeFreeNodes).
+	MinWholeFreeNodes *float64 `yaml:"minWholeFreeNodes"`
 	// Bounds relative to another profile of the same scenario.
 	Relative []RelativeBound `yaml:"relative"`
 }
 
-// RelativeBound bounds metric(this profile) / metric(Of).
+// RelativeBound bounds metric(this profile) / metric(Of); Of "others"
+// bounds the ratio to every other profile of the scenario (for min, the
+// best of them where more is better; for max, the best where less is).
 type RelativeBound struct {
 	Metric string   `yaml:"metric"`
 	Of     string   `yaml:"of"`

@@ -195,6 +195,7 @@ func (a arrival) musterPodGroup(gangWait time.Duration) *musterv1alpha1.PodGroup
 			MinMember:              int32(w.minMember()),
 			Queue:                  w.Queue,
 			ScheduleTimeoutSeconds: &timeout,
+			Topology:               w.musterTopology(),
 		},
 	}
 	if w.Priority != 0 {
@@ -272,15 +273,20 @@ func (a arrival) pods(profile string) []*v1.Pod {
 			pod := a.pod(name, p.requests)
 			if w.Kind == KindGang {
 				pod.Labels[LabelGang] = a.groupName()
-				switch profile {
-				case ProfileMuster, ProfileMusterBinpack:
+				if !musterProfile(profile) {
+					// Muster's PodGroup holds the constraint; elsewhere the
+					// members state it, as a label-only gang's do.
+					addAnnotations(pod, w.topologyAnnotations())
+				}
+				switch {
+				case musterProfile(profile):
 					pod.Labels[musterv1alpha1.LabelPodGroup] = a.groupName()
 					if p.role != "" {
 						pod.Labels[musterv1alpha1.LabelRole] = p.role
 					}
-				case ProfileCoscheduling:
+				case profile == ProfileCoscheduling:
 					pod.Labels[musterv1alpha1.SchedulerPluginsLabelPodGroup] = a.groupName()
-				case ProfileUpstream:
+				case profile == ProfileUpstream:
 					pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(a.groupName())}
 				}
 			}
@@ -318,7 +324,7 @@ func (a arrival) pod(name string, requests map[string]string) *v1.Pod {
 		pod.Spec.PriorityClassName = priorityClassName(w.Priority)
 	}
 	if w.RunTime != "" {
-		pod.Annotations = map[string]string{simulator.AnnotationRunTime: w.runTime.String()}
+		addAnnotations(pod, map[string]string{simulator.AnnotationRunTime: w.runTime.String()})
 	}
 	for _, t := range w.Tolerations {
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, v1.Toleration{
@@ -326,6 +332,18 @@ func (a arrival) pod(name string, requests map[string]string) *v1.Pod {
 		})
 	}
 	return pod
+}
+
+func addAnnotations(pod *v1.Pod, m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	for k, v := range m {
+		pod.Annotations[k] = v
+	}
 }
 
 // requirements are the requests, and limits equal to them for extended

@@ -176,10 +176,30 @@ const (
 	ProfileCapacityScheduling = "capacityscheduling"
 	ProfileMuster             = "muster"
 	ProfileMusterBinpack      = "muster-binpack"
+	// ProfileStockBinpack is kube-scheduler's default profile scoring
+	// with NodeResourcesFit's MostAllocated: stock plugins' bin packing.
+	ProfileStockBinpack = "stock-binpack"
+	// ProfileMusterTopology is muster-binpack with the Binpack plugin's
+	// domainLevels on racks and blocks (config/topology.yaml).
+	ProfileMusterTopology = "muster-topology"
 )
 
 // Profiles lists every profile the runner knows, in report order.
-var Profiles = []string{ProfileStock, ProfileUpstream, ProfileCoscheduling, ProfileCapacityScheduling, ProfileMuster, ProfileMusterBinpack}
+var Profiles = []string{ProfileStock, ProfileStockBinpack, ProfileUpstream, ProfileCoscheduling, ProfileCapacityScheduling, ProfileMuster, ProfileMusterBinpack, ProfileMusterTopology}
+
+// musterProfile says whether the profile runs Muster's plugins, whose
+// gangs are Muster PodGroups.
+func musterProfile(profile string) bool {
+	switch profile {
+	case ProfileMuster, ProfileMusterBinpack, ProfileMusterTopology:
+		return true
+	}
+	return false
+}
+
+// ofOthers, as a relative bound's profile, bounds the ratio to every other
+// profile the scenario runs.
+const ofOthers = "others"
 
 // relativeMetrics are the metrics a relative bound may compare.
 var relativeMetrics = map[string]bool{
@@ -187,6 +207,8 @@ var relativeMetrics = map[string]bool{
 	"gangLatencyP50": true, "gangLatencyP99": true, "podLatencyP99": true, "wastedReservation": true,
 	"algorithmMicrosPerPod": true, "preFilterMicrosPerPod": true,
 	"reserveMicrosPerPod": true, "permitMicrosPerPod": true,
+	"gpuUtilization": true, "requiredPlacement": true, "preferredPlacement": true,
+	"wholeFreeNodes": true, "wholeFreeNodeGPUs": true, "rackWholeFreeNodes": true, "rackFreeGPUs": true,
 }
 
 var nameOK = func(s string) bool {
@@ -250,6 +272,7 @@ func (s *Scenario) validate() []fieldError {
 		if g.GPUs < 0 {
 			v.errorf(p.with("gpus"), "must not be negative (got %d)", g.GPUs)
 		}
+		v.validateNodeTopology(p, &s.Cluster.Nodes[i])
 		for _, name := range sortedKeys(g.Extended) {
 			if !strings.Contains(name, "/") {
 				v.errorf(p.with("extended", name), "an extended resource name has a domain, e.g. example.com/fpga")
@@ -289,8 +312,10 @@ func (s *Scenario) validate() []fieldError {
 	}
 
 	names := map[string]bool{}
+	nodeKeys := s.nodeLabelKeys()
 	for i := range s.Workloads {
 		s.validateWorkload(v, i, queues, names)
+		s.validateGangTopology(v, path{"workloads", i}, &s.Workloads[i], nodeKeys)
 	}
 
 	for i, n := range s.Manifests {
@@ -331,13 +356,14 @@ func (s *Scenario) validate() []fieldError {
 			if !relativeMetrics[r.Metric] {
 				v.errorf(rp.with("metric"), "unknown metric %q (known: %s)", r.Metric, strings.Join(sortedKeys(relativeMetrics), ", "))
 			}
-			if !seen[r.Of] {
-				v.errorf(rp.with("of"), "profile %q is not run by this scenario", r.Of)
+			if !seen[r.Of] && r.Of != ofOthers {
+				v.errorf(rp.with("of"), "profile %q is not run by this scenario (or %q: every other profile)", r.Of, ofOthers)
 			}
 			if r.Max == nil && r.Min == nil {
 				v.errorf(rp, "needs max or min")
 			}
 		}
+		s.validateTopologyBounds(v, p, &e)
 		if e.MaxShareDeviation != nil && *e.MaxShareDeviation < 0 {
 			v.errorf(p.with("maxShareDeviation"), "must not be negative")
 		}
