@@ -32,6 +32,7 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
+	configv1 "github.com/muster-sched/muster/apis/config/v1"
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/controllers/podgroup"
 	queuecontroller "github.com/muster-sched/muster/pkg/controllers/queue"
@@ -59,7 +60,9 @@ type Batch struct {
 	// profiles are the scheduler names of the profiles with Muster's
 	// plugins.
 	profiles map[string]bool
-	queues   atomic.Pointer[queue.State]
+	// levels are the topology levels of each profile's Gang plugin.
+	levels map[string][]string
+	queues atomic.Pointer[queue.State]
 	// queuesOn is closed once a queue policy is enabled.
 	queuesOn chan struct{}
 
@@ -338,6 +341,39 @@ func (b *Batch) addProfile(h fwk.Handle) {
 		b.profiles = map[string]bool{}
 	}
 	b.profiles[fw.ProfileName()] = true
+}
+
+// SetTopologyLevels records the topology levels (node label keys, tightest
+// first) the profile's Gang plugin was given.
+func (b *Batch) SetTopologyLevels(profile string, levels []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.levels == nil {
+		b.levels = map[string][]string{}
+	}
+	b.levels[profile] = levels
+}
+
+// Topology is the gang's topology constraint as the profile places it:
+// the node label keys whose domains to try, in order, and the required
+// key (see gang.Topology.Levels). The constraint is the gang's own, else
+// its queue's default (where a queue policy runs); the levels are those
+// of the profile's Gang plugin, else the default ones.
+func (b *Batch) Topology(profile string, s *gang.Status) (keys []string, required string) {
+	t := s.Spec.Topology
+	if q := b.Queues(); t.IsZero() && q != nil {
+		t = q.Topology(s)
+	}
+	if t.IsZero() {
+		return nil, ""
+	}
+	b.mu.Lock()
+	levels, ok := b.levels[profile]
+	b.mu.Unlock()
+	if !ok {
+		levels = configv1.DefaultTopologyLevels()
+	}
+	return t.Levels(levels)
 }
 
 // serves reports whether a profile of that scheduler name has Muster's

@@ -37,9 +37,7 @@ type Plugin struct {
 	binds     *batch.Binds
 	timeout   time.Duration
 	// planStep bounds the time a cycle spends on a gang's plan.
-	planStep time.Duration
-	// levels are the topology levels' node label keys, tightest first.
-	levels     []string
+	planStep   time.Duration
 	now        func() time.Time
 	schedulers map[string]bool
 	// queues is the queue accounting, nil while no queue policy is on.
@@ -89,11 +87,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, process *batch.P
 		binds:     b.Binds,
 		timeout:   time.Duration(args.DefaultScheduleTimeoutSeconds) * time.Second,
 		planStep:  time.Duration(args.PlanStepMilliseconds) * time.Millisecond,
-		levels:    args.TopologyLevels,
 		now:       time.Now,
 		queues:    b.Queues,
 		orders:    newOrders(),
 	}
+	b.SetTopologyLevels(fw.ProfileName(), args.TopologyLevels)
 	if err := pl.watchWaiting(ctx); err != nil {
 		return nil, err
 	}

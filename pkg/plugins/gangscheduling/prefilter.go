@@ -37,7 +37,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if s.Invalid != "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, s.Invalid))
 	}
-	keys, required := pl.topology(&s).Levels(pl.levels)
+	keys, required := pl.batch.Topology(pl.framework.ProfileName(), &s)
 	if s.Ready() || s.Spec.MinMember == 1 && len(s.Spec.MinTaskMember) == 0 {
 		// An elastic member, or a gang of one: placed like any pod, within
 		// the required domain of the members placed.

@@ -6,18 +6,6 @@ import (
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
-// topology is the gang's topology constraint: its own, else its queue's
-// default (where a queue policy runs).
-func (pl *Plugin) topology(s *gang.Status) gang.Topology {
-	if !s.Spec.Topology.IsZero() {
-		return s.Spec.Topology
-	}
-	if q := pl.queues(); q != nil {
-		return q.Topology(s)
-	}
-	return gang.Topology{}
-}
-
 // placedNodes are the nodes of the gang's members placed (bound, or
 // reserved by this scheduler).
 func (pl *Plugin) placedNodes(key gang.Key) sets.Set[string] {
