@@ -77,7 +77,11 @@ func (v *validator) validateNodeTopology(p path, g *NodeGroup) {
 	if t == nil {
 		return
 	}
-	labels := p.with("labels")
+	for _, key := range []string{musterv1alpha1.LabelRack, musterv1alpha1.LabelBlock} {
+		if _, set := g.Labels[key]; set {
+			v.errorf(p.with("labels", key), "is set by topology: leave it out of labels, or drop topology")
+		}
+	}
 	p = p.with("topology")
 	if t.NodesPerRack < 1 {
 		v.errorf(p.with("nodesPerRack"), "must be at least 1 (got %d)", t.NodesPerRack)
@@ -85,16 +89,12 @@ func (v *validator) validateNodeTopology(p path, g *NodeGroup) {
 	}
 	if g.Count > 0 && g.Count%t.NodesPerRack != 0 {
 		v.errorf(p.with("nodesPerRack"), "must divide the group's count (%d) into whole racks (got %d)", g.Count, t.NodesPerRack)
+		return
 	}
 	if t.RacksPerBlock < 0 {
 		v.errorf(p.with("racksPerBlock"), "must not be negative (got %d)", t.RacksPerBlock)
 	} else if racks := g.racks(); t.RacksPerBlock > 0 && racks%t.RacksPerBlock != 0 {
 		v.errorf(p.with("racksPerBlock"), "must divide the group's %d racks into whole blocks (got %d)", racks, t.RacksPerBlock)
-	}
-	for _, key := range []string{musterv1alpha1.LabelRack, musterv1alpha1.LabelBlock} {
-		if _, set := g.Labels[key]; set {
-			v.errorf(labels.with(key), "is set by topology: leave it out of labels, or drop topology")
-		}
 	}
 }
 
