@@ -128,13 +128,17 @@ func TestParseTopologyErrors(t *testing.T) {
 			wantErr: []string{"line 10: cluster.nodes[0].topology.racksPerBlok: unknown field"},
 		},
 		{
-			name:    "a key no node carries",
-			edit:    func(s string) string { return strings.Replace(s, "required: topology.muster.dev/rack", "required: topology.muster.dev/rak", 1) },
+			name: "a key no node carries",
+			edit: func(s string) string {
+				return strings.Replace(s, "required: topology.muster.dev/rack", "required: topology.muster.dev/rak", 1)
+			},
 			wantErr: []string{`line 20: workloads[0].topology.required: no node carries the label "topology.muster.dev/rak" (the nodes have kubernetes.io/hostname, scenario.muster.dev/node-group, topology.muster.dev/block, topology.muster.dev/rack)`},
 		},
 		{
-			name:    "not a label key",
-			edit:    func(s string) string { return strings.Replace(s, "preferred: kubernetes.io/hostname", "preferred: rack level", 1) },
+			name: "not a label key",
+			edit: func(s string) string {
+				return strings.Replace(s, "preferred: kubernetes.io/hostname", "preferred: rack level", 1)
+			},
 			wantErr: []string{`line 20: workloads[0].topology.preferred: must be a node label key such as topology.muster.dev/rack (got "rack level"`},
 		},
 		{
@@ -152,8 +156,10 @@ func TestParseTopologyErrors(t *testing.T) {
 			wantErr: []string{"line 20: workloads[0].topology: set required, preferred or both"},
 		},
 		{
-			name:    "a share above 1",
-			edit:    func(s string) string { return strings.Replace(s, "minRequiredPlacement: 1", "minRequiredPlacement: 100", 1) },
+			name: "a share above 1",
+			edit: func(s string) string {
+				return strings.Replace(s, "minRequiredPlacement: 1", "minRequiredPlacement: 100", 1)
+			},
 			wantErr: []string{"line 27: expect[0].minRequiredPlacement: must be a share from 0 to 1, such as 1 for every gang (got 100)"},
 		},
 		{
@@ -162,8 +168,10 @@ func TestParseTopologyErrors(t *testing.T) {
 			wantErr: []string{"line 28: expect[0].minPreferredPlacement: no gang has a preferred topology"},
 		},
 		{
-			name:    "unknown relative metric",
-			edit:    func(s string) string { return strings.Replace(s, "metric: wholeFreeNodes", "metric: wholeFreeRacks", 1) },
+			name: "unknown relative metric",
+			edit: func(s string) string {
+				return strings.Replace(s, "metric: wholeFreeNodes", "metric: wholeFreeRacks", 1)
+			},
 			wantErr: []string{`line 31: expect[0].relative[0].metric: unknown metric "wholeFreeRacks"`},
 		},
 		{
