@@ -29,6 +29,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 
+	configv1 "github.com/muster-sched/muster/apis/config/v1"
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/gang"
 	musterfake "github.com/muster-sched/muster/pkg/generated/clientset/versioned/fake"
@@ -52,6 +53,12 @@ func node(name, cpu string) *v1.Node {
 	return st.MakeNode().Name(name).
 		Capacity(map[v1.ResourceName]string{v1.ResourceCPU: cpu, v1.ResourceMemory: "64Gi"}).
 		Condition(v1.NodeReady, v1.ConditionTrue, "", "").Obj()
+}
+
+// inRack labels n as a node of rack.
+func inRack(n *v1.Node, rack string) *v1.Node {
+	metav1.SetMetaDataLabel(&n.ObjectMeta, v1alpha1.LabelRack, rack)
+	return n
 }
 
 // capacityQueue is a top-level Queue for the Capacity policy: deserved and
@@ -89,6 +96,8 @@ type testGang struct {
 	cpu           string
 	priority      int32
 	priorityClass string
+	// required and preferred are the members' topology annotations.
+	required, preferred string
 }
 
 // key is the gang's key in the gang state.
@@ -116,6 +125,12 @@ func (g testGang) pods(nodes ...string) []*v1.Pod {
 			Req(map[v1.ResourceName]string{v1.ResourceCPU: g.cpu}).
 			Priority(g.priority).Node(n).Obj()
 		p.Spec.PriorityClassName = g.priorityClass
+		if g.required != "" {
+			metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AnnotationTopologyRequired, g.required)
+		}
+		if g.preferred != "" {
+			metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AnnotationTopologyPreferred, g.preferred)
+		}
 		if n != "" {
 			p.Status.Phase = v1.PodRunning
 		}
@@ -223,6 +238,9 @@ func newTestPlugin(t testing.TB, c testCluster, drfPreemption bool) (context.Con
 		placer: &placement.Placer{Handle: fw, Framework: fw},
 		client: kube,
 		pdbs:   func([]*v1.Pod) bool { return false },
+		topology: func(s *gang.Status) ([]string, string) {
+			return s.Spec.Topology.Levels(configv1.DefaultTopologyLevels())
+		},
 	}
 	pl.records = NewRecords()
 	pl.records.gangs, pl.records.handle, pl.records.logger = gangs, fw, logger

@@ -53,6 +53,10 @@ type Plugin struct {
 	drfPreemption bool
 	// volcanoQueues says that Volcano's Queues are queues too.
 	volcanoQueues bool
+	// topology is a gang's topology constraint as this profile places it
+	// (batch.Batch.Topology): reclaim for a gang with a required key
+	// evicts within one domain of it.
+	topology func(*gang.Status) (keys []string, required string)
 
 	// records are shared by every profile's queue plugin.
 	records *Records
@@ -126,6 +130,9 @@ func newPlugin(ctx context.Context, h fwk.Handle, process *batch.Process, record
 			}
 			return out, nil
 		}),
+		topology: func(s *gang.Status) ([]string, string) {
+			return b.Topology(fw.ProfileName(), s)
+		},
 	}
 	records.attach(ctx, b, s, h)
 	pl.records = records

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/apis/scheduling"
@@ -32,6 +33,9 @@ type unit struct {
 	// gangAllocated is the victim gang's allocation when the unit was
 	// listed: what a DRF preemption leaves it is measured from it.
 	gangAllocated queue.Vector
+	// guarded: evicting the unit's whole gang would break a disruption
+	// budget, so it is offered after every other unit.
+	guarded bool
 }
 
 // reason is why a unit may be evicted.
@@ -65,6 +69,8 @@ const (
 //
 // A gang that is ready already (an elastic member) preempts only within
 // its queue: it has started, and its queue's share is not what holds it.
+// A gang whose members must share one domain of a topology key takes its
+// victims within one domain, where the fewest pods go (victimsFor).
 func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, ok := pl.gangs.KeyOf(pod)
 	if !ok {
@@ -109,7 +115,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("reclaim: waiting for %d evicted pods to terminate", n))
 	}
 	units := pl.candidates(snap, key, g.Queue, gang.PriorityOf(pod, &st.Spec), need, withinQueue, admitted)
-	victims, plan, err := pl.chooseVictims(ctx, snap, inFlight, members, units, &st, need, nil)
+	victims, plan, err := pl.victimsFor(ctx, snap, inFlight, members, units, &st, need, nil)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -233,7 +239,7 @@ func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, inFlig
 		need := requestsOf(members)
 		units := slices.DeleteFunc(pl.candidates(snap, key, q, gang.PriorityOf(pod, &st.Spec), need, false, true),
 			func(u unit) bool { return u.reason != reclaim })
-		victims, _, err := pl.chooseVictims(ctx, snap, inFlight, members, units, &st, need, claimed)
+		victims, _, err := pl.victimsFor(ctx, snap, inFlight, members, units, &st, need, claimed)
 		if err != nil {
 			return err
 		}
@@ -338,7 +344,11 @@ func (pl *Plugin) candidates(snap *queue.Snapshot, preemptor gang.Key, preemptor
 		}
 		return true
 	})
-	return slices.Concat(free.ordered(snap), guarded.ordered(snap))
+	last := guarded.ordered(snap)
+	for i := range last {
+		last[i].guarded = true
+	}
+	return slices.Concat(free.ordered(snap), last)
 }
 
 // unitLists holds candidate units by kind, in the order they are preferred.
@@ -444,13 +454,24 @@ const shareEpsilon = 1e-9
 
 // chooseVictims adds units in order while they are allowed, until the
 // gang's needed members all fit; then drops every unit the fit does not
-// need. It returns no victims when the gang cannot fit at all. inFlight
-// is what victims evicted before and still counted in snap take: the
-// deletions run off the scheduling cycle. ahead is room claimed earlier in
-// the cycle for other gangs of the queue: it counts against the queue's
-// ceiling.
-func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFlight flight, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector) ([]unit, map[types.UID]string, error) {
-	own := snap.QueueOf(st)
+// need. It returns no victims when the gang cannot fit at all, or fits
+// without any. inFlight is what victims evicted before and still counted
+// in snap take: the deletions run off the scheduling cycle. ahead is room
+// claimed earlier in the cycle for other gangs of the queue: it counts
+// against the queue's ceiling. nodes, when not nil, are the only nodes
+// the members may go to (a topology domain).
+func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFlight flight, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector, nodes sets.Set[string]) ([]unit, map[types.UID]string, error) {
+	chosen, plan, err := pl.pickVictims(ctx, snap, inFlight, members, units, st, need, ahead, nodes)
+	if err != nil || len(chosen) == 0 {
+		return nil, nil, err
+	}
+	return chosen, plan, nil
+}
+
+// pickVictims is chooseVictims, except that a gang that fits once its
+// chosen units are pruned to none is told apart from one that does not
+// fit: it returns no units and the plan.
+func (pl *Plugin) pickVictims(ctx context.Context, snap *queue.Snapshot, inFlight flight, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector, nodes sets.Set[string]) ([]unit, map[types.UID]string, error) {
 	taken := inFlight.clone()
 	// The preemptor's dominant share once the members are placed, with
 	// its other members nominated to room evicted earlier and not placed
@@ -459,32 +480,8 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFli
 	ownAfter.Add(need)
 	ownAfter.Add(pl.records.nominatedRequests(st.Key, members))
 	shareAfter := snap.DominantShare(ownAfter)
+	trial := fitTrial{snap: snap, members: members, st: st, need: need, ahead: ahead, nodes: nodes}
 	var chosen []unit
-	fits := func(us []unit) (map[types.UID]string, error) {
-		// The gang's queue must be within its ceiling once its own victims
-		// (preemption) are gone and the gang is placed.
-		ownVictims := queue.Vector{}
-		var removed []placement.PodOnNode
-		for _, u := range us {
-			if u.queue == own {
-				ownVictims.Add(u.usage)
-			}
-			for _, p := range u.pods {
-				removed = append(removed, placement.PodOnNode{Pod: p, Node: p.Spec.NodeName})
-			}
-		}
-		after := need.Clone()
-		after.Add(ahead)
-		after.Sub(ownVictims)
-		if ok, _ := snap.FitsCeiling(own, after); !ok {
-			return nil, nil
-		}
-		plan, msg, err := pl.placer.Place(ctx, placement.Trial{Members: members, Removed: removed, Placed: st.Placed, MinMember: st.Spec.MinMember})
-		if err != nil || msg != "" {
-			return nil, err
-		}
-		return plan.Nodes(), nil
-	}
 	var plan map[types.UID]string
 	for _, u := range units {
 		switch u.reason {
@@ -528,7 +525,7 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFli
 		}
 		chosen = append(chosen, u)
 		taken.add(u)
-		p, err := fits(chosen)
+		p, err := pl.fits(ctx, trial, chosen)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -545,7 +542,7 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFli
 	// does not mend, such as admission), and then none helps.
 	for i := len(chosen) - 1; i >= 0; i-- {
 		without := append(append([]unit{}, chosen[:i]...), chosen[i+1:]...)
-		p, err := fits(without)
+		p, err := pl.fits(ctx, trial, without)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -553,10 +550,49 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFli
 			chosen, plan = without, p
 		}
 	}
-	if len(chosen) == 0 {
-		return nil, nil, nil
-	}
 	return chosen, plan, nil
+}
+
+// fitTrial is what a trial placement of a gang's needed members checks,
+// whatever victims it is given.
+type fitTrial struct {
+	snap    *queue.Snapshot
+	members []*v1.Pod
+	st      *gang.Status
+	// need is what the members request; ahead is room claimed earlier in
+	// the cycle for other gangs of the queue.
+	need, ahead queue.Vector
+	// nodes, when not nil, are the only nodes the members may go to.
+	nodes sets.Set[string]
+}
+
+// fits places the members with the units' pods taken off their nodes and
+// returns where they go, or nil when they do not all fit. The gang's queue
+// must also be within its ceiling once its own victims (preemption) are
+// gone and the gang is placed.
+func (pl *Plugin) fits(ctx context.Context, t fitTrial, us []unit) (map[types.UID]string, error) {
+	own := t.snap.QueueOf(t.st)
+	ownVictims := queue.Vector{}
+	var removed []placement.PodOnNode
+	for _, u := range us {
+		if u.queue == own {
+			ownVictims.Add(u.usage)
+		}
+		for _, p := range u.pods {
+			removed = append(removed, placement.PodOnNode{Pod: p, Node: p.Spec.NodeName})
+		}
+	}
+	after := t.need.Clone()
+	after.Add(t.ahead)
+	after.Sub(ownVictims)
+	if ok, _ := t.snap.FitsCeiling(own, after); !ok {
+		return nil, nil
+	}
+	plan, msg, err := pl.placer.Place(ctx, placement.Trial{Members: t.members, Removed: removed, Placed: t.st.Placed, MinMember: t.st.Spec.MinMember, Nodes: t.nodes})
+	if err != nil || msg != "" {
+		return nil, err
+	}
+	return plan.Nodes(), nil
 }
 
 // stillOver reports whether after exceeds deserved in a resource the

@@ -148,7 +148,7 @@ func FuzzChooseVictims(f *testing.F) {
 		st := pl.gangs.Status(preemptor.key())
 		need := requestsOf(members)
 		units := pl.candidates(snap, st.Key, queue.QueueOf(&st), preemptor.priority, need, c.withinQueue, true)
-		victims, plan, err := pl.chooseVictims(ctx, snap, pl.records.inFlight(), members, units, &st, need, nil)
+		victims, plan, err := pl.chooseVictims(ctx, snap, pl.records.inFlight(), members, units, &st, need, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

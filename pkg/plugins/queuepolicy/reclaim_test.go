@@ -456,7 +456,7 @@ func TestChooseVictims(t *testing.T) {
 				need.Add(queue.FromList(podRequests(m)))
 			}
 			units := pl.candidates(snap, st.Key, queue.QueueOf(&st), corev1helpers.PodPriority(members[0]), need, tc.withinQueue, true)
-			victims, plan, err := pl.chooseVictims(ctx, snap, pl.records.inFlight(), members, units, &st, need, nil)
+			victims, plan, err := pl.chooseVictims(ctx, snap, pl.records.inFlight(), members, units, &st, need, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
