@@ -69,12 +69,12 @@ type request struct {
 }
 
 // preScoreState holds the pod's weighted requests, computed once per cycle,
-// and with domain levels each domain's part (see domain.go).
+// and with domain levels each domain's usage (see domain.go).
 type preScoreState struct {
 	requests  []request
 	weights   []int64
 	weightSum int64
-	// domains maps, per level, a domain's label value to its part; nil
+	// domains maps, per level, a domain's label value to its s_d + φ_d; nil
 	// without domain levels.
 	domains []map[string]float64
 }
@@ -83,7 +83,7 @@ type preScoreState struct {
 func (s *preScoreState) Clone() fwk.StateData { return s }
 
 // PreScore computes the pod's requests of the weighted resources and, with
-// domain levels, the domains' parts over all nodes of the snapshot, not only
+// domain levels, the domains' usage over all nodes of the snapshot, not only
 // the feasible ones: a domain is used whichever nodes the pod may land on.
 // A pod that requests none of the weighted resources is not scored.
 func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
@@ -96,7 +96,7 @@ func (b *Binpack) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		if err != nil {
 			return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
 		}
-		s.domains = domainParts(s, b.levels, nodeInfos)
+		s.domains = domainUsage(s, b.levels, nodeInfos)
 	}
 	state.Write(preScoreStateKey, s)
 	return nil
@@ -151,7 +151,7 @@ var errDomainsNotSignable = fwk.NewStatus(fwk.Unschedulable, "Binpack with domai
 //
 // With domain levels it refuses: the batch keeps the other nodes' scores
 // and rescores only the node the last pod went to, but that pod also
-// raised the score of every empty node in its domains, so the kept scores
+// raised the scores of the other nodes in its domains, so the kept scores
 // would be stale and the hint could open a node in another domain.
 func (b *Binpack) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	if len(b.levels) > 0 {

@@ -6,24 +6,24 @@ import (
 
 // Domain-aware scoring. With L domain levels a node scores
 //
-//	100 · (f + Σ_l p_l) ÷ (1 + L),    p_l = u + (1−u) · (s_d + φ_d)/2
+//	100 · (f + Σ_l p_l) ÷ (1 + L),    p_l = (u + s_d + φ_d) ÷ 3
 //
 // f is the node's fill after placement, as without levels; d is the node's
-// domain at level l, the nodes sharing its value of the level's label (a
-// node without the label is a domain of its own). Over the weighted
-// resources the pod requests, u and s_d are the weighted shares of those
-// the node and d already use, and φ_d is d's fill, Σ used ÷ Σ allocatable.
+// domain at level l: the nodes sharing its value of the level's label, or
+// the node alone if it lacks the label. Over the weighted resources the pod
+// requests, u and s_d are the weighted shares of those that the node and d
+// already use, and φ_d is d's fill, Σ used ÷ Σ allocatable.
 //
-// Placing a pod on a used node keeps every whole node and domain whole; on
+// A pod placed on a used node keeps every whole node and domain whole; on
 // an empty node it breaks that node, and its domain if that was empty too.
-// For nodes of one size the score orders them so (u, s_d ∈ {0, 1} when
-// every resource is used alike):
-//   - a used node earns p_l = 1 and more fill than an empty node, so it
-//     never scores below one; among used nodes the fuller one wins;
-//   - an empty node earns p_l = (1+φ_d)/2 ≥ 1/2 in a used domain and 0 in an
-//     empty one: with equal fill it beats a node in an empty domain by at
-//     least 50/(1+L) points, and the fuller domain wins;
-//   - within one domain only f differs, so node fill decides.
+// For nodes of one size, when every resource is used alike (u, s_d ∈ {0,1}):
+//   - a used node earns p_l ≥ 2/3 and more fill than an empty node, which
+//     earns p_l < 2/3, so it never scores below one;
+//   - an empty node earns p_l ≥ 1/3 in a used domain and 0 in an empty one,
+//     so at equal fill it beats a node in an empty domain by at least
+//     33/(1+L) points, and the fuller domain wins;
+//   - within one domain only f and u differ, and both favour the fuller
+//     node, so node fill decides.
 //
 // Shares rather than flags keep a resource that every node uses (the cpu
 // of daemon pods) from making all nodes and domains look used.
@@ -43,9 +43,9 @@ func (s *preScoreState) usage(used, allocatable []int64) (share, fill float64) {
 	return share / float64(s.weightSum), fill / float64(s.weightSum)
 }
 
-// domainParts returns, per level, each domain's (s_d + φ_d)/2 keyed by its
+// domainUsage returns, per level, each domain's s_d + φ_d keyed by its
 // label value. Nodes without a level's label are left out of it.
-func domainParts(s *preScoreState, levels []string, nodeInfos []fwk.NodeInfo) []map[string]float64 {
+func domainUsage(s *preScoreState, levels []string, nodeInfos []fwk.NodeInfo) []map[string]float64 {
 	n := len(s.requests)
 	// totals[l][value] holds the domain's used amounts, then its allocatable.
 	totals := make([]map[string][]int64, len(levels))
@@ -81,13 +81,13 @@ func domainParts(s *preScoreState, levels []string, nodeInfos []fwk.NodeInfo) []
 		parts[l] = make(map[string]float64, len(domains))
 		for value, t := range domains {
 			share, fill := s.usage(t[:n], t[n:])
-			parts[l][value] = (share + fill) / 2
+			parts[l][value] = share + fill
 		}
 	}
 	return parts
 }
 
-// domainScore scores a node by its own fill and its domains' parts, in
+// domainScore scores a node by its own fill and its domains' usage, in
 // [0, 100], and 0 when the pod would overflow the node.
 func domainScore(s *preScoreState, levels []string, nodeInfo fwk.NodeInfo) int64 {
 	if s.weightSum == 0 {
@@ -112,7 +112,7 @@ func domainScore(s *preScoreState, levels []string, nodeInfo fwk.NodeInfo) int64
 		after += float64(s.weights[i]) * float64(used[i]+r.amount) / float64(allocatable[i])
 	}
 	share, fill := s.usage(used, allocatable)
-	own := (share + fill) / 2
+	own := share + fill
 	sum := after / float64(s.weightSum)
 	var labels map[string]string
 	if node := nodeInfo.Node(); node != nil {
@@ -125,7 +125,7 @@ func domainScore(s *preScoreState, levels []string, nodeInfo fwk.NodeInfo) int64
 				part = p
 			}
 		}
-		sum += share + (1-share)*part
+		sum += (share + part) / 3
 	}
 	return int64(float64(fwk.MaxNodeScore) * sum / float64(1+len(levels)))
 }

@@ -74,9 +74,9 @@ func TestScoreDomains(t *testing.T) {
 			existingPods: []*v1.Pod{
 				gpuPod("e1", "a1", "4"),
 			},
-			// a1 is used: 100·(5/8 + 1)/2. a2: rack a is used and 4/16 full,
-			// 100·(1/8 + (1+1/4)/2)/2. b1: rack b is empty, 100·(1/8 + 0)/2.
-			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 81}, {Name: "a2", Score: 37}, {Name: "b1", Score: 6}},
+			// Rack a is used and 4/16 full. a1 is used: 100·(5/8 + (1+1+1/4)/3)/2;
+			// a2 100·(1/8 + (0+1+1/4)/3)/2; b1 in the empty rack 100·(1/8 + 0)/2.
+			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 68}, {Name: "a2", Score: 27}, {Name: "b1", Score: 6}},
 		},
 		{
 			name:      "node fill decides within a rack, the fuller rack among empty nodes",
@@ -88,9 +88,9 @@ func TestScoreDomains(t *testing.T) {
 				gpuNode("b1", rackLabel, "b"), gpuNode("b2", rackLabel, "b"),
 			},
 			existingPods: []*v1.Pod{gpuPod("e1", "a1", "6"), gpuPod("e2", "b1", "2")},
-			// a1 100·(7/8+1)/2; a2 100·(1/8 + (1+6/16)/2)/2;
-			// b1 100·(3/8+1)/2; b2 100·(1/8 + (1+2/16)/2)/2.
-			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 93}, {Name: "a2", Score: 40}, {Name: "b1", Score: 68}, {Name: "b2", Score: 34}},
+			// a1 100·(7/8 + (2+6/16)/3)/2; a2 100·(1/8 + (1+6/16)/3)/2;
+			// b1 100·(3/8 + (2+2/16)/3)/2; b2 100·(1/8 + (1+2/16)/3)/2.
+			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 83}, {Name: "a2", Score: 29}, {Name: "b1", Score: 54}, {Name: "b2", Score: 25}},
 		},
 		{
 			name:      "an empty rack in a used block beats one in an empty block",
@@ -103,8 +103,9 @@ func TestScoreDomains(t *testing.T) {
 				gpuNode("c1", rackLabel, "c", blockLabel, "y"),
 			},
 			existingPods: []*v1.Pod{gpuPod("e1", "a1", "4")},
-			// a1 100·(5/8+1+1)/3; b1 100·(1/8 + 0 + (1+4/16)/2)/3; c1 100·(1/8)/3.
-			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 87}, {Name: "b1", Score: 25}, {Name: "c1", Score: 4}},
+			// a1 100·(5/8 + (2+4/8)/3 + (2+4/16)/3)/3;
+			// b1 100·(1/8 + 0 + (1+4/16)/3)/3; c1 100·(1/8)/3.
+			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 73}, {Name: "b1", Score: 18}, {Name: "c1", Score: 4}},
 		},
 		{
 			name:      "a node without the label is a domain of its own",
@@ -115,8 +116,9 @@ func TestScoreDomains(t *testing.T) {
 			existingPods: []*v1.Pod{
 				gpuPod("e1", "u1", "4"), gpuPod("e2", "a2", "4"),
 			},
-			// u2 is alone and empty, so it breaks its own domain; a1 does not.
-			wantScores: fwk.NodeScoreList{{Name: "u1", Score: 81}, {Name: "u2", Score: 6}, {Name: "a1", Score: 37}, {Name: "a2", Score: 81}},
+			// u1 100·(5/8 + (2+4/8)/3)/2. u2 is alone and empty, so it
+			// breaks its own domain; a1 does not.
+			wantScores: fwk.NodeScoreList{{Name: "u1", Score: 72}, {Name: "u2", Score: 6}, {Name: "a1", Score: 27}, {Name: "a2", Score: 68}},
 		},
 		{
 			name:      "cpu that every node uses weakens the pull of a used rack, not voids it",
@@ -130,9 +132,9 @@ func TestScoreDomains(t *testing.T) {
 				st.MakePod().Name("d3").Node("b1").Req(map[v1.ResourceName]string{"cpu": "1"}).Obj(),
 				gpuPod("e1", "a1", "4"),
 			},
-			// a2 and b1 are equally full; a2's rack uses GPUs (share 1),
-			// b1's only cpu (share 1/9).
-			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 79}, {Name: "a2", Score: 39}, {Name: "b1", Score: 15}},
+			// a2 and b1 are equally full and use cpu only (share 1/9); a2's
+			// rack uses GPUs too (share 1), b1's only cpu (share 1/9).
+			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 66}, {Name: "a2", Score: 29}, {Name: "b1", Score: 10}},
 		},
 		{
 			name:      "a node the pod would overflow scores 0",
@@ -143,8 +145,8 @@ func TestScoreDomains(t *testing.T) {
 			existingPods: []*v1.Pod{
 				gpuPod("e1", "a1", "7"),
 			},
-			// a2: 100·(2/8 + (1+7/16)/2)/2.
-			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 0}, {Name: "a2", Score: 48}},
+			// a2: 100·(2/8 + (0+1+7/16)/3)/2.
+			wantScores: fwk.NodeScoreList{{Name: "a1", Score: 0}, {Name: "a2", Score: 36}},
 		},
 		{
 			name:      "nodes and domains without the resource score without panicking",
@@ -156,7 +158,7 @@ func TestScoreDomains(t *testing.T) {
 				gpuNode("a1", rackLabel, "a"),
 			},
 			existingPods: []*v1.Pod{gpuPod("e1", "a1", "4")},
-			wantScores:   fwk.NodeScoreList{{Name: "z1", Score: 0}, {Name: "z2", Score: 0}, {Name: "a1", Score: 81}},
+			wantScores:   fwk.NodeScoreList{{Name: "z1", Score: 0}, {Name: "z2", Score: 0}, {Name: "a1", Score: 72}},
 		},
 	}
 	for _, tt := range tests {
