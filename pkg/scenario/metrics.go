@@ -125,7 +125,8 @@ type Result struct {
 	PreferredInDomain  int     `json:"topologyPreferredInDomain"`
 	PreferredPlacement float64 `json:"topologyPreferredPlacement"`
 	// Room for gangs of whole GPU nodes, the means of the samples'
-	// FreeCapacity while work remained (some pod running or pending): GPU
+	// FreeCapacity while work remained (some pod running or pending) up to
+	// the last arrival (see summarizeFree): GPU
 	// nodes with every GPU free and their GPUs; in the rack with the most,
 	// whole free nodes; in the rack with the most, free GPUs.
 	MeanWholeFreeNodes     float64 `json:"meanWholeFreeNodes"`
@@ -448,19 +449,22 @@ func (r *Result) summarizeSamples(s *Scenario, o *observer) {
 		}
 		r.Series = append(r.Series, pt)
 	}
-	r.summarizeFree(o.samples)
+	r.summarizeFree(o.samples, s.lastArrival())
 	r.summarizeFairness(s, o)
 	r.summarizeIdle(o)
 }
 
 // summarizeFree averages the samples' FreeCapacity over those taken while
-// work remained: after the last pod is done every node is free, and how
-// long a run lingers there says nothing about packing.
-func (r *Result) summarizeFree(samples []sample) {
+// work remained (some pod running or pending) up to the last arrival
+// (after the start; with every workload arriving at the start, until the
+// work is done). Every profile is offered the same work until then; later
+// samples would count the drain, where every node frees up, and the free
+// nodes of a slower run as room.
+func (r *Result) summarizeFree(samples []sample, lastArrival time.Duration) {
 	n := 0
 	var sum FreeCapacity
 	for _, smp := range samples {
-		if !smp.working {
+		if !smp.working || lastArrival > 0 && smp.at > lastArrival {
 			continue
 		}
 		n++

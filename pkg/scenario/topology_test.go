@@ -322,15 +322,29 @@ func TestTopologyPlacement(t *testing.T) {
 
 func TestSummarizeFree(t *testing.T) {
 	samples := []sample{
-		{working: true, free: FreeCapacity{WholeNodes: 2, WholeNodeGPUs: 16, RackWholeNodes: 1, RackFreeGPUs: 10}},
-		{working: true, free: FreeCapacity{WholeNodes: 4, WholeNodeGPUs: 32, RackWholeNodes: 2, RackFreeGPUs: 16}},
-		{working: false, free: FreeCapacity{WholeNodes: 8, WholeNodeGPUs: 64, RackWholeNodes: 4, RackFreeGPUs: 32}},
+		{at: 0, working: true, free: FreeCapacity{WholeNodes: 2, WholeNodeGPUs: 16, RackWholeNodes: 1, RackFreeGPUs: 10}},
+		{at: time.Second, working: true, free: FreeCapacity{WholeNodes: 4, WholeNodeGPUs: 32, RackWholeNodes: 2, RackFreeGPUs: 16}},
+		{at: 2 * time.Second, working: true, free: FreeCapacity{WholeNodes: 6, WholeNodeGPUs: 48, RackWholeNodes: 3, RackFreeGPUs: 24}},
+		{at: 3 * time.Second, working: false, free: FreeCapacity{WholeNodes: 8, WholeNodeGPUs: 64, RackWholeNodes: 4, RackFreeGPUs: 32}},
 	}
-	var r Result
-	r.summarizeFree(samples)
-	got := []float64{r.MeanWholeFreeNodes, r.MeanWholeFreeNodeGPUs, r.MeanRackWholeFreeNodes, r.MeanRackFreeGPUs}
-	if diff := cmp.Diff([]float64{3, 24, 1.5, 13}, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
-		t.Errorf("means over the working samples (-want +got):\n%s", diff)
+	tests := []struct {
+		name        string
+		lastArrival time.Duration
+		want        []float64
+	}{
+		{"everything arrives at the start: while work remained", 0, []float64{4, 32, 2, 50.0 / 3}},
+		{"up to the last arrival", time.Second, []float64{3, 24, 1.5, 13}},
+		{"an arrival after the work was done", 5 * time.Second, []float64{4, 32, 2, 50.0 / 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Result
+			r.summarizeFree(samples, tc.lastArrival)
+			got := []float64{r.MeanWholeFreeNodes, r.MeanWholeFreeNodeGPUs, r.MeanRackWholeFreeNodes, r.MeanRackFreeGPUs}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("means (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

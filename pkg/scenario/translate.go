@@ -58,6 +58,15 @@ func (s *Scenario) timeline() []arrival {
 	return out
 }
 
+// lastArrival is when the last pod of the timeline arrives.
+func (s *Scenario) lastArrival() time.Duration {
+	var last time.Duration
+	for _, a := range s.timeline() {
+		last = max(last, a.at)
+	}
+	return last
+}
+
 // namespace is where a workload's pods live: its queue's name, so that
 // per-namespace quotas (CapacityScheduling) and queues coincide.
 func (w *Workload) namespace() string {
