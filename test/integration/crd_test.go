@@ -48,6 +48,11 @@ func TestPodGroupValidation(t *testing.T) {
 		{name: "minResources beyond the bound", spec: v1alpha1.PodGroupSpec{MinMember: 1, MinResources: res("cpu", "10000000000000000")},
 			wantErr: "spec.minResources: Invalid value: quantities must not exceed 9P (9T for cpu)"},
 		{name: "minResources at the bound", spec: v1alpha1.PodGroupSpec{MinMember: 1, MinResources: res("cpu", "9T", "memory", "9P", "example.com/x", "9P")}},
+		{name: "topology", spec: v1alpha1.PodGroupSpec{MinMember: 1, Topology: &v1alpha1.TopologySpec{Required: v1alpha1.LabelBlock, Preferred: v1alpha1.LabelRack}}},
+		{name: "empty topology", spec: v1alpha1.PodGroupSpec{MinMember: 1, Topology: &v1alpha1.TopologySpec{}},
+			wantErr: "spec.topology: Invalid value: set required, preferred or both"},
+		{name: "topology key not a label key", spec: v1alpha1.PodGroupSpec{MinMember: 1, Topology: &v1alpha1.TopologySpec{Required: "the rack"}},
+			wantErr: "spec.topology.required: Invalid value: \"the rack\": must be a node label key, such as topology.muster.dev/rack"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +103,9 @@ func TestQueueValidation(t *testing.T) {
 			wantErr: "root is the implicit top of the queue hierarchy"},
 		{name: "unknown state", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{State: "Paused"}},
 			wantErr: "spec.state: Unsupported value: \"Paused\""},
+		{name: "topology", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Topology: &v1alpha1.TopologySpec{Preferred: v1alpha1.LabelRack}}}},
+		{name: "topology key not a label key", queue: v1alpha1.Queue{Spec: v1alpha1.QueueSpec{Topology: &v1alpha1.TopologySpec{Preferred: "-rack"}}},
+			wantErr: "spec.topology.preferred: Invalid value: \"-rack\": must be a node label key, such as topology.muster.dev/rack"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
