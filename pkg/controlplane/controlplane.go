@@ -64,7 +64,8 @@ type Options struct {
 	// superuser (Config) may do only what its roles grant, as in a cluster.
 	RBAC bool
 	// GangAPI serves Kubernetes' own gang API, as a 1.37 cluster that turned
-	// it on: feature gates GenericWorkload and WorkloadWithJob, and the
+	// it on: feature gates GenericWorkload, WorkloadWithJob and
+	// TopologyAwareWorkloadScheduling (PodGroups' topology), and the
 	// beta API scheduling.k8s.io/v1beta1 (Workload, PodGroup). Feature
 	// gates are process-wide: a scheduler in this process sees them too,
 	// until the next control plane of the process sets them again.
@@ -102,7 +103,7 @@ func StartWithOptions(ctx context.Context, o Options) (*ControlPlane, error) {
 	// The peer proxy serves mixed-version apiservers; this one has no
 	// peers, and the proxy's transport outlives the apiserver until it is
 	// collected, with its certificate-reload goroutines.
-	flags = append(flags, fmt.Sprintf("--feature-gates=GenericWorkload=%t,WorkloadWithJob=%t,UnknownVersionInteroperabilityProxy=false", o.GangAPI, o.GangAPI))
+	flags = append(flags, fmt.Sprintf("--feature-gates=GenericWorkload=%t,WorkloadWithJob=%t,TopologyAwareWorkloadScheduling=%t,UnknownVersionInteroperabilityProxy=false", o.GangAPI, o.GangAPI, o.GangAPI))
 	if o.GangAPI {
 		flags = append(flags, "--runtime-config=scheduling.k8s.io/v1beta1=true")
 	}

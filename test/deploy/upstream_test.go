@@ -127,6 +127,41 @@ func TestUpstreamPodGroups(t *testing.T) {
 	u.create("queued", 3, "1")
 	u.waitBound("queued", 3, 30*time.Second)
 
+	// The PodGroup's topology constraint: two racks of two 4-cpu nodes.
+	// A gang of 2 × 3 cpu binds within one rack; one of 3 × 3 cpu fits no
+	// rack (one member per node) and waits, holding nothing, until a third
+	// node joins a rack.
+	for _, rack := range []string{"r1", "r2"} {
+		if _, err := simulator.CreateNodes(ctx, cluster.Client, w.ns+"-"+rack, 2, simulator.NodeShape{CPU: "4", Memory: "16Gi",
+			Labels: map[string]string{v1alpha1.LabelRack: rack}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.createPodGroupIn("racked", 2, v1alpha1.LabelRack)
+	u.create("racked", 2, "3")
+	u.waitBound("racked", 2, 30*time.Second)
+	if racks := u.racks("racked"); len(racks) != 1 {
+		t.Fatalf("gang racked is in racks %v, want one", racks)
+	}
+	u.createPodGroupIn("wide", 3, v1alpha1.LabelRack)
+	u.create("wide", 3, "3")
+	u.waitCondition("wide", metav1.ConditionFalse, "Unschedulable", "needs 9 cpu in one topology.muster.dev/rack")
+	if n := u.bound("wide"); n != 0 {
+		t.Fatalf("%d members of gang wide bound, want none while no rack fits it", n)
+	}
+	free := "r1"
+	if u.racks("racked")[0] == "r1" {
+		free = "r2"
+	}
+	if _, err := simulator.CreateNodes(ctx, cluster.Client, w.ns+"-"+free+"-more", 1, simulator.NodeShape{CPU: "4", Memory: "16Gi",
+		Labels: map[string]string{v1alpha1.LabelRack: free}}); err != nil {
+		t.Fatal(err)
+	}
+	u.waitBound("wide", 3, 30*time.Second)
+	if racks := u.racks("wide"); len(racks) != 1 || racks[0] != free {
+		t.Fatalf("gang wide is in racks %v, want %s alone", racks, free)
+	}
+
 	p.stop()
 	if lines := p.forbidden(); len(lines) > 0 {
 		t.Errorf("the chart's RBAC refused the scheduler:\n%s", strings.Join(lines, "\n"))
@@ -154,6 +189,48 @@ func (u upstreamWorkload) createPodGroup(name string, minCount *int32, labels ma
 	if _, err := cluster.Client.SchedulingV1beta1().PodGroups(u.ns).Create(u.ctx, pg, metav1.CreateOptions{}); err != nil {
 		u.t.Fatal(err)
 	}
+}
+
+// createPodGroupIn creates a PodGroup with the gang policy of minCount
+// whose members must share one domain of the node label key.
+func (u upstreamWorkload) createPodGroupIn(name string, minCount int32, key string) {
+	u.t.Helper()
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: u.ns},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy:      schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}},
+			SchedulingConstraints: &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: key}}},
+		},
+	}
+	if _, err := cluster.Client.SchedulingV1beta1().PodGroups(u.ns).Create(u.ctx, pg, metav1.CreateOptions{}); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+// racks are the distinct rack labels of the nodes of the PodGroup's bound
+// pods.
+func (u upstreamWorkload) racks(group string) []string {
+	u.t.Helper()
+	pods, err := cluster.Client.CoreV1().Pods(u.ns).List(u.ctx, metav1.ListOptions{LabelSelector: upstreamGangLabel + "=" + group})
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		node, err := cluster.Client.CoreV1().Nodes().Get(u.ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		if r := node.Labels[v1alpha1.LabelRack]; !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // create creates n pods of the PodGroup, each requesting cpu.
