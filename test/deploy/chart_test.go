@@ -73,6 +73,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"overcommit below 1", "plugins.queue.overcommitFactor=0.5", "at '/plugins/queue/overcommitFactor'"},
 		{"drfPreemption not a boolean", "plugins.queue.drfPreemption=yes", "at '/plugins/queue/drfPreemption': got string, want boolean"},
 		{"audit interval negative", "plugins.queue.auditIntervalSeconds=-1", "at '/plugins/queue/auditIntervalSeconds'"},
+		{"topology level twice", "plugins.gang.topologyLevels={a,a}", "at '/plugins/gang/topologyLevels': items at 0 and 1 are equal"},
 		{"extra arg not a flag", "extraArgs[0]=v=4", "at '/extraArgs/0'"},
 		{"bad digest", "image.digest=latest", "at '/image/digest'"},
 		{"scheduler name in replace-default", "mode=replace-default,schedulerName=batch", `schedulerName "batch": in mode replace-default the profile is always default-scheduler`},
@@ -299,6 +300,8 @@ func TestChartConfigMatchesShippedConfigs(t *testing.T) {
 		{"config/replace-default.yaml", []string{"--set", "mode=replace-default"}},
 		{"config/capacity.yaml", []string{"--set", "mode=replace-default,plugins.queue.policy=Capacity"}},
 		{"config/binpack.yaml", []string{"--set", "mode=replace-default,plugins.binpack.enabled=true", "--set", binpackGPU}},
+		{"config/topology.yaml", []string{"--set", "mode=replace-default,plugins.binpack.enabled=true", "--set", binpackGPU,
+			"--set", "plugins.binpack.domainLevels={topology.muster.dev/rack,topology.muster.dev/block}"}},
 		{"config/volcano.yaml", []string{"--set", "mode=replace-default,volcanoProfile=true"}},
 		{"manifests/kubeadm/muster-scheduler-config.yaml", []string{"--set", "mode=replace-default"}},
 	} {

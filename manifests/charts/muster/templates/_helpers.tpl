@@ -130,13 +130,21 @@ to be the same. */}}
 {{- end -}}
 {{- $args := list -}}
 {{- if $p.gang.enabled -}}
-{{- $args = append $args (dict "name" "Gang" "args" (dict "defaultScheduleTimeoutSeconds" $p.gang.defaultScheduleTimeoutSeconds "planStepMilliseconds" $p.gang.planStepMilliseconds)) -}}
+{{- $gangArgs := dict "defaultScheduleTimeoutSeconds" $p.gang.defaultScheduleTimeoutSeconds "planStepMilliseconds" $p.gang.planStepMilliseconds -}}
+{{- if $p.gang.topologyLevels -}}
+{{- $_ := set $gangArgs "topologyLevels" $p.gang.topologyLevels -}}
+{{- end -}}
+{{- $args = append $args (dict "name" "Gang" "args" $gangArgs) -}}
 {{- end -}}
 {{- if $queue -}}
 {{- $args = append $args (dict "name" $p.queue.policy "args" (dict "overcommitFactor" $p.queue.overcommitFactor "drfPreemption" $p.queue.drfPreemption "auditIntervalSeconds" $p.queue.auditIntervalSeconds)) -}}
 {{- end -}}
 {{- if $p.binpack.enabled -}}
-{{- $args = append $args (dict "name" "Binpack" "args" (dict "resources" $p.binpack.resources)) -}}
+{{- $binpackArgs := dict "resources" $p.binpack.resources -}}
+{{- if $p.binpack.domainLevels -}}
+{{- $_ := set $binpackArgs "domainLevels" $p.binpack.domainLevels -}}
+{{- end -}}
+{{- $args = append $args (dict "name" "Binpack" "args" $binpackArgs) -}}
 {{- end -}}
 {{- $profile := dict "schedulerName" .name "plugins" $plugins -}}
 {{- if $args -}}
