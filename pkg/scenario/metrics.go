@@ -127,10 +127,12 @@ type Result struct {
 	// Room for gangs of whole GPU nodes, the means of the samples'
 	// FreeCapacity while work remained (some pod running or pending) up to
 	// the last arrival (see summarizeFree): GPU
-	// nodes with every GPU free and their GPUs; in the rack with the most,
-	// whole free nodes; in the rack with the most, free GPUs.
+	// nodes with every GPU free and their GPUs; all free GPUs (the rest of
+	// them are fragments); in the rack with the most, whole free nodes; in
+	// the rack with the most, free GPUs.
 	MeanWholeFreeNodes     float64 `json:"meanWholeFreeNodes"`
 	MeanWholeFreeNodeGPUs  float64 `json:"meanWholeFreeNodeGPUs"`
+	MeanFreeGPUs           float64 `json:"meanFreeGPUs"`
 	MeanRackWholeFreeNodes float64 `json:"meanRackWholeFreeNodes"`
 	MeanRackFreeGPUs       float64 `json:"meanRackFreeGPUs"`
 	// Evictions are running pods deleted (the runner deletes none:
@@ -470,6 +472,7 @@ func (r *Result) summarizeFree(samples []sample, lastArrival time.Duration) {
 		n++
 		sum.WholeNodes += smp.free.WholeNodes
 		sum.WholeNodeGPUs += smp.free.WholeNodeGPUs
+		sum.FreeGPUs += smp.free.FreeGPUs
 		sum.RackWholeNodes += smp.free.RackWholeNodes
 		sum.RackFreeGPUs += smp.free.RackFreeGPUs
 	}
@@ -478,6 +481,7 @@ func (r *Result) summarizeFree(samples []sample, lastArrival time.Duration) {
 	}
 	r.MeanWholeFreeNodes = float64(sum.WholeNodes) / float64(n)
 	r.MeanWholeFreeNodeGPUs = float64(sum.WholeNodeGPUs) / float64(n)
+	r.MeanFreeGPUs = float64(sum.FreeGPUs) / float64(n)
 	r.MeanRackWholeFreeNodes = float64(sum.RackWholeNodes) / float64(n)
 	r.MeanRackFreeGPUs = float64(sum.RackFreeGPUs) / float64(n)
 }

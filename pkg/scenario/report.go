@@ -210,8 +210,8 @@ var rows = []row{
 	{"contended time (s)", func(r *Result) string { return fmt.Sprintf("%.1f", r.ContendedSeconds) }, hasQueues},
 	{"nodes used", func(r *Result) string { return fmt.Sprint(r.NodesUsed) }, always},
 	{"free nodes at peak", func(r *Result) string { return freeNodes(r.FreeNodes) }, always},
-	{"whole free GPU nodes / their GPUs (mean)", func(r *Result) string {
-		return fmt.Sprintf("%.1f / %.0f", r.MeanWholeFreeNodes, r.MeanWholeFreeNodeGPUs)
+	{"whole free GPU nodes / their GPUs / free GPUs (mean)", func(r *Result) string {
+		return fmt.Sprintf("%.1f / %.0f / %.0f", r.MeanWholeFreeNodes, r.MeanWholeFreeNodeGPUs, r.MeanFreeGPUs)
 	}, hasGPUs},
 	{"  best rack: whole free nodes / free GPUs", func(r *Result) string {
 		return fmt.Sprintf("%.1f / %.1f", r.MeanRackWholeFreeNodes, r.MeanRackFreeGPUs)

@@ -201,11 +201,13 @@ func inOneDomain(members []*podRecord, key string, nodeLabels map[string]map[str
 }
 
 // FreeCapacity is what the cluster could still give a gang of whole GPU
-// nodes at one moment: GPU nodes with every GPU free and their GPUs, and
-// within one rack the most such nodes and the most free GPUs.
+// nodes at one moment: GPU nodes with every GPU free and their GPUs (of
+// all free GPUs: the rest are fragments), and within one rack the most
+// such nodes and the most free GPUs.
 type FreeCapacity struct {
 	WholeNodes     int `json:"wholeFreeNodes"`
 	WholeNodeGPUs  int `json:"wholeFreeNodeGPUs"`
+	FreeGPUs       int `json:"freeGPUs"`
 	RackWholeNodes int `json:"rackWholeFreeNodes,omitempty"`
 	RackFreeGPUs   int `json:"rackFreeGPUs,omitempty"`
 }
@@ -239,6 +241,7 @@ func freeCapacity(nodes []gpuNode, used map[string]int) FreeCapacity {
 	rackWhole, rackFree := map[string]int{}, map[string]int{}
 	for _, n := range nodes {
 		free := max(0, n.gpus-used[n.name])
+		fc.FreeGPUs += free
 		whole := free == n.gpus
 		if whole {
 			fc.WholeNodes++

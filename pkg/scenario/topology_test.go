@@ -211,24 +211,24 @@ func TestFreeCapacity(t *testing.T) {
 		used  map[string]int
 		want  FreeCapacity
 	}{
-		{"an idle cluster", racked, nil, FreeCapacity{WholeNodes: 4, WholeNodeGPUs: 32, RackWholeNodes: 2, RackFreeGPUs: 16}},
+		{"an idle cluster", racked, nil, FreeCapacity{WholeNodes: 4, WholeNodeGPUs: 32, FreeGPUs: 32, RackWholeNodes: 2, RackFreeGPUs: 16}},
 		{
 			name:  "one GPU in use on each rack",
 			nodes: racked,
 			used:  map[string]int{"g-0": 1, "g-3": 1},
-			want:  FreeCapacity{WholeNodes: 2, WholeNodeGPUs: 16, RackWholeNodes: 1, RackFreeGPUs: 15},
+			want:  FreeCapacity{WholeNodes: 2, WholeNodeGPUs: 16, FreeGPUs: 30, RackWholeNodes: 1, RackFreeGPUs: 15},
 		},
 		{
 			name:  "one rack full, the other whole",
 			nodes: racked,
 			used:  map[string]int{"g-0": 8, "g-1": 8},
-			want:  FreeCapacity{WholeNodes: 2, WholeNodeGPUs: 16, RackWholeNodes: 2, RackFreeGPUs: 16},
+			want:  FreeCapacity{WholeNodes: 2, WholeNodeGPUs: 16, FreeGPUs: 16, RackWholeNodes: 2, RackFreeGPUs: 16},
 		},
 		{
 			name:  "nodes in no rack",
 			nodes: []gpuNode{{name: "a", gpus: 8}, {name: "b", gpus: 4}},
 			used:  map[string]int{"a": 2},
-			want:  FreeCapacity{WholeNodes: 1, WholeNodeGPUs: 4},
+			want:  FreeCapacity{WholeNodes: 1, WholeNodeGPUs: 4, FreeGPUs: 10},
 		},
 		{"no GPU nodes", nil, map[string]int{"cpu-0": 0}, FreeCapacity{}},
 	}
@@ -322,9 +322,9 @@ func TestTopologyPlacement(t *testing.T) {
 
 func TestSummarizeFree(t *testing.T) {
 	samples := []sample{
-		{at: 0, working: true, free: FreeCapacity{WholeNodes: 2, WholeNodeGPUs: 16, RackWholeNodes: 1, RackFreeGPUs: 10}},
-		{at: time.Second, working: true, free: FreeCapacity{WholeNodes: 4, WholeNodeGPUs: 32, RackWholeNodes: 2, RackFreeGPUs: 16}},
-		{at: 2 * time.Second, working: true, free: FreeCapacity{WholeNodes: 6, WholeNodeGPUs: 48, RackWholeNodes: 3, RackFreeGPUs: 24}},
+		{at: 0, working: true, free: FreeCapacity{WholeNodes: 2, WholeNodeGPUs: 16, FreeGPUs: 20, RackWholeNodes: 1, RackFreeGPUs: 10}},
+		{at: time.Second, working: true, free: FreeCapacity{WholeNodes: 4, WholeNodeGPUs: 32, FreeGPUs: 40, RackWholeNodes: 2, RackFreeGPUs: 16}},
+		{at: 2 * time.Second, working: true, free: FreeCapacity{WholeNodes: 6, WholeNodeGPUs: 48, FreeGPUs: 60, RackWholeNodes: 3, RackFreeGPUs: 24}},
 		{at: 3 * time.Second, working: false, free: FreeCapacity{WholeNodes: 8, WholeNodeGPUs: 64, RackWholeNodes: 4, RackFreeGPUs: 32}},
 	}
 	tests := []struct {
@@ -332,15 +332,15 @@ func TestSummarizeFree(t *testing.T) {
 		lastArrival time.Duration
 		want        []float64
 	}{
-		{"everything arrives at the start: while work remained", 0, []float64{4, 32, 2, 50.0 / 3}},
-		{"up to the last arrival", time.Second, []float64{3, 24, 1.5, 13}},
-		{"an arrival after the work was done", 5 * time.Second, []float64{4, 32, 2, 50.0 / 3}},
+		{"everything arrives at the start: while work remained", 0, []float64{4, 32, 40, 2, 50.0 / 3}},
+		{"up to the last arrival", time.Second, []float64{3, 24, 30, 1.5, 13}},
+		{"an arrival after the work was done", 5 * time.Second, []float64{4, 32, 40, 2, 50.0 / 3}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var r Result
 			r.summarizeFree(samples, tc.lastArrival)
-			got := []float64{r.MeanWholeFreeNodes, r.MeanWholeFreeNodeGPUs, r.MeanRackWholeFreeNodes, r.MeanRackFreeGPUs}
+			got := []float64{r.MeanWholeFreeNodes, r.MeanWholeFreeNodeGPUs, r.MeanFreeGPUs, r.MeanRackWholeFreeNodes, r.MeanRackFreeGPUs}
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 				t.Errorf("means (-want +got):\n%s", diff)
 			}
