@@ -7,20 +7,26 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 
 	"github.com/muster-sched/muster/apis/config"
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
 
 const (
-	rackLabel  = "topology.muster.dev/rack"
-	blockLabel = "topology.muster.dev/block"
+	rackLabel  = v1alpha1.LabelRack
+	blockLabel = v1alpha1.LabelBlock
 )
 
 var gpuOnly = []schedconfig.ResourceSpec{{Name: gpu, Weight: 1}}
@@ -198,6 +204,52 @@ func TestSignPodWithDomainLevels(t *testing.T) {
 	f, status := p.SignPod(ctx, gpuPod("p", "", "1"))
 	if status.Code() != fwk.Unschedulable || f != nil {
 		t.Errorf("SignPod = %v, %v; want no fragments, Unschedulable", f, status)
+	}
+}
+
+// TestScoreDomainsWithoutPreScore: without PreScore's pass over all nodes
+// the node is scored alone, as without domain levels.
+func TestScoreDomainsWithoutPreScore(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	snapshot := cache.NewSnapshot([]*v1.Pod{gpuPod("e1", "a1", "4")}, []*v1.Node{gpuNode("a1", rackLabel, "a"), gpuNode("a2", rackLabel, "a")})
+	p := newDomainPlugin(ctx, t, &config.BinpackArgs{Resources: gpuOnly, DomainLevels: []string{rackLabel}}, snapshot)
+	nodeInfo, err := snapshot.Get("a2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, status := p.Score(ctx, framework.NewCycleState(), gpuPod("p", "", "1"), nodeInfo)
+	if want := int64(12); !status.IsSuccess() || got != want {
+		t.Errorf("Score(a2) = %d, %v; want %d, success", got, status, want)
+	}
+}
+
+// TestFrameworkSignsOnlyWithoutDomainLevels: kube-scheduler's framework
+// gives a pod no signature, and so no batched hint, once Binpack refuses.
+func TestFrameworkSignsOnlyWithoutDomainLevels(t *testing.T) {
+	metrics.Register() // the framework records plugin metrics
+	for _, tt := range []struct {
+		levels   []string
+		wantSign bool
+	}{
+		{nil, true},
+		{[]string{rackLabel}, false},
+	} {
+		_, ctx := ktesting.NewTestContext(t)
+		args := &config.BinpackArgs{Resources: gpuOnly, DomainLevels: tt.levels}
+		newBinpack := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return New(ctx, args, h)
+		}
+		fh, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+			tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+			tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+			tf.RegisterPluginAsExtensions(Name, newBinpack, "PreScore", "Score"),
+		}, "default", frameworkruntime.WithSnapshotSharedLister(cache.NewSnapshot(nil, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fh.SignPod(ctx, gpuPod("p", "", "1")) != nil; got != tt.wantSign {
+			t.Errorf("levels %v: signed %v, want %v", tt.levels, got, tt.wantSign)
+		}
 	}
 }
 
