@@ -28,8 +28,9 @@ import (
 // Shares rather than flags keep a resource that every node uses (the cpu
 // of daemon pods) from making all nodes and domains look used.
 
-// usage is the weighted share of the requested resources in use and the
-// weighted fill, both in [0, 1], of summed usage.
+// usage returns, over the pod's weighted resources, the weighted share of
+// those in use and the weighted fill (used ÷ allocatable, at most 1 each),
+// both in [0, 1].
 func (s *preScoreState) usage(used, allocatable []int64) (share, fill float64) {
 	for i := range s.requests {
 		w := float64(s.weights[i])
@@ -76,15 +77,15 @@ func domainUsage(s *preScoreState, levels []string, nodeInfos []fwk.NodeInfo) []
 			}
 		}
 	}
-	parts := make([]map[string]float64, len(levels))
+	sums := make([]map[string]float64, len(levels))
 	for l, domains := range totals {
-		parts[l] = make(map[string]float64, len(domains))
+		sums[l] = make(map[string]float64, len(domains))
 		for value, t := range domains {
 			share, fill := s.usage(t[:n], t[n:])
-			parts[l][value] = share + fill
+			sums[l][value] = share + fill
 		}
 	}
-	return parts
+	return sums
 }
 
 // domainScore scores a node by its own fill and its domains' usage, in
@@ -112,20 +113,20 @@ func domainScore(s *preScoreState, levels []string, nodeInfo fwk.NodeInfo) int64
 		after += float64(s.weights[i]) * float64(used[i]+r.amount) / float64(allocatable[i])
 	}
 	share, fill := s.usage(used, allocatable)
-	own := share + fill
+	own := share + fill // s_d + φ_d of the node as its own domain
 	sum := after / float64(s.weightSum)
 	var labels map[string]string
 	if node := nodeInfo.Node(); node != nil {
 		labels = node.Labels
 	}
 	for l, key := range levels {
-		part := own
+		domain := own
 		if value, ok := labels[key]; ok {
-			if p, ok := s.domains[l][value]; ok {
-				part = p
+			if d, ok := s.domains[l][value]; ok {
+				domain = d
 			}
 		}
-		sum += (share + part) / 3
+		sum += (share + domain) / 3
 	}
 	return int64(float64(fwk.MaxNodeScore) * sum / float64(1+len(levels)))
 }
