@@ -29,8 +29,9 @@ type simEvent struct {
 	leave int
 }
 
-// simStream is a fixed stream of 1- and 2-GPU pods in which about one step
-// in four ends a running pod, so freed GPUs fragment nodes and racks.
+// simStream is a fixed stream of 120 steps of 1- and 2-GPU pods in which
+// about one step in three ends a running pod, so freed GPUs fragment nodes
+// and racks.
 func simStream() []simEvent {
 	r := rand.New(rand.NewPCG(27, 4))
 	var events []simEvent
