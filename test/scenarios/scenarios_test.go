@@ -18,7 +18,7 @@ import (
 
 // short is the subset run by `make test`: bounds that hold on any machine
 // (no timing ratios), about a minute on two cores.
-var short = []string{"demo.yaml", "packing.yaml", "reclaim.yaml"}
+var short = []string{"demo.yaml", "packing.yaml", "reclaim.yaml", "topology-small.yaml"}
 
 func TestShortSuite(t *testing.T) {
 	if os.Getenv("MUSTER_TEST_LOGS") == "" {
@@ -88,6 +88,7 @@ func TestMalformedScenariosAreRefused(t *testing.T) {
 		{"unknown field", "testdata/unknown-field.yaml", "testdata/unknown-field.yaml: line 11: cluster.nodes[0].gpu: unknown field"},
 		{"negative count", "testdata/negative-count.yaml", "testdata/negative-count.yaml: line 14: workloads[0].repeat: must not be negative (got -3)"},
 		{"unknown resource", "testdata/unknown-resource.yaml", `testdata/unknown-resource.yaml: line 16: workloads[0].requests.nvidia.com/gpus: unknown resource "nvidia.com/gpus"`},
+		{"partial rack", "testdata/partial-rack.yaml", "testdata/partial-rack.yaml: line 9: cluster.nodes[0].topology.nodesPerRack: must divide the group's count (6) into whole racks (got 4)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
