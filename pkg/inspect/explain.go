@@ -31,11 +31,14 @@ type Explanation struct {
 
 // Gang is a gang and where each member stands.
 type Gang struct {
-	Kind       string   `json:"kind"`
-	Namespace  string   `json:"namespace"`
-	Name       string   `json:"name"`
-	Phase      string   `json:"phase,omitempty"`
-	MinMember  int32    `json:"minMember"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Phase     string `json:"phase,omitempty"`
+	MinMember int32  `json:"minMember"`
+	// Topology is the gang's own topology constraint, as its source says
+	// it; empty when it gives none (its queue's may apply).
+	Topology   string   `json:"topology,omitempty"`
 	Placed     int      `json:"placed"`
 	Members    []Member `json:"members"`
 	Conditions []string `json:"conditions,omitempty"`
@@ -126,8 +129,11 @@ func (c Clients) explainGroup(ctx context.Context, target string, g *group) (*Ex
 	if g.minMember == 0 && len(members) > 0 {
 		g.minMember = minFromLabels(members[0])
 	}
+	if g.topology == "" && len(members) > 0 {
+		g.topology = annotatedTopology(members[0])
+	}
 	e := &Explanation{Target: target, Gang: &Gang{Kind: g.kind, Namespace: g.key.Namespace, Name: g.key.Name,
-		Phase: g.phase, MinMember: g.minMember, Conditions: g.conditions}}
+		Phase: g.phase, MinMember: g.minMember, Topology: g.topology, Conditions: g.conditions}}
 	verdicts := map[string]bool{}
 	var waiting []*v1.Pod
 	for _, p := range members {
@@ -168,7 +174,11 @@ func (c Clients) explainGroup(ctx context.Context, target string, g *group) (*Ex
 	}
 	e.ToStart = append(e.ToStart, room...)
 	if short := int(g.minMember) - e.Gang.Placed; len(e.ToStart) == 0 && len(waiting) > 0 && short > 0 {
-		e.ToStart = []string{fmt.Sprintf("nodes: room for %d more member(s) of the gang at once (see NODES)", short)}
+		where := "at once"
+		if g.topology != "" {
+			where = "at once, in one domain of its topology (" + g.topology + ")"
+		}
+		e.ToStart = []string{fmt.Sprintf("nodes: room for %d more member(s) of the gang %s (see NODES)", short, where)}
 	}
 	if e.Evictions, err = c.evictions(ctx, g.key.Namespace, g.key.Name, members); err != nil {
 		return nil, err

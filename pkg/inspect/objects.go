@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 	"github.com/muster-sched/muster/pkg/gang"
 )
 
@@ -61,6 +63,8 @@ type group struct {
 	phase        string
 	minResources v1.ResourceList
 	conditions   []string
+	// topology is the group's topology constraint in words, "" for none.
+	topology string
 }
 
 // getGroup reads the group object of the key; a label-only group (no
@@ -120,6 +124,7 @@ func groupOf(k groupKind, obj *unstructured.Unstructured) *group {
 			}
 		}
 	}
+	g.topology = topologyOf(k.family, obj)
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
@@ -141,4 +146,55 @@ func keyOf(p *v1.Pod) (gang.Key, bool) {
 		return gang.Key{Family: gang.FamilyUpstream, Namespace: p.Namespace, Name: *sg.PodGroupName}, true
 	}
 	return key, ok
+}
+
+// topologyOf renders a PodGroup's topology constraint: "required=KEY
+// preferred=KEY" (Muster's), "required=KEY" (upstream's), "networkTopology
+// hard tier N" (Volcano's); "" for none.
+func topologyOf(family gang.Family, obj *unstructured.Unstructured) string {
+	switch family {
+	case gang.FamilyMuster:
+		req, _, _ := unstructured.NestedString(obj.Object, "spec", "topology", "required")
+		pref, _, _ := unstructured.NestedString(obj.Object, "spec", "topology", "preferred")
+		return topologyWords(req, pref)
+	case gang.FamilyUpstream:
+		list, _, _ := unstructured.NestedSlice(obj.Object, "spec", "schedulingConstraints", "topology")
+		if len(list) > 0 {
+			m, _ := list[0].(map[string]any)
+			key, _ := m["key"].(string)
+			return topologyWords(key, "")
+		}
+	case gang.FamilyVolcano:
+		nt, ok, _ := unstructured.NestedMap(obj.Object, "spec", "networkTopology")
+		if !ok {
+			return ""
+		}
+		mode, _ := nt["mode"].(string)
+		if mode == "" {
+			mode = "hard"
+		}
+		tier, ok := nt["highestTierAllowed"].(int64)
+		if !ok || tier < 1 {
+			tier = 1
+		}
+		return fmt.Sprintf("networkTopology %s tier %d", mode, tier)
+	}
+	return ""
+}
+
+// annotatedTopology renders the topology annotations of a member of a
+// gang with no PodGroup field for it.
+func annotatedTopology(p *v1.Pod) string {
+	return topologyWords(p.Annotations[v1alpha1.AnnotationTopologyRequired], p.Annotations[v1alpha1.AnnotationTopologyPreferred])
+}
+
+func topologyWords(required, preferred string) string {
+	var parts []string
+	if required != "" {
+		parts = append(parts, "required="+required)
+	}
+	if preferred != "" {
+		parts = append(parts, "preferred="+preferred)
+	}
+	return strings.Join(parts, " ")
 }

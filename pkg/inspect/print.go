@@ -12,6 +12,9 @@ func (e *Explanation) Write(out io.Writer) {
 	fmt.Fprintf(out, "%s\n", e.Target)
 	if g := e.Gang; g != nil {
 		fmt.Fprintf(out, "\nGANG %s/%s  %s  phase %s  minMember %d  placed %d/%d\n", g.Namespace, g.Name, g.Kind, orDash(g.Phase), g.MinMember, g.Placed, len(g.Members))
+		if g.Topology != "" {
+			fmt.Fprintf(out, "  topology %s\n", g.Topology)
+		}
 		for _, c := range g.Conditions {
 			fmt.Fprintf(out, "  %s\n", c)
 		}

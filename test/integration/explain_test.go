@@ -144,6 +144,16 @@ func TestExplain(t *testing.T) {
 		text, _ := e.explain("pod", "wide-1")
 		e.golden("explain-nodes.txt", text)
 	})
+	t.Run("a gang no rack fits", func(t *testing.T) {
+		e := newEnv(t)
+		e.racks(2, 2)
+		e.startScheduler(gangConfig(t))
+		g := e.topologyGang(musterKind, "wide", 3, v1alpha1.TopologySpec{Required: v1alpha1.LabelRack})
+		members := g.members(3, "3")
+		e.waitPodsWhy(members...)
+		text, _ := e.explain("podgroup", "wide")
+		e.golden("explain-topology.txt", text)
+	})
 	t.Run("a Volcano gang no node fits", func(t *testing.T) {
 		k := volcanoKind(t)
 		e := newEnv(t)
