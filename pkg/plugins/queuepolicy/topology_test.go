@@ -7,8 +7,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/placement"
 	"github.com/muster-sched/muster/pkg/queue"
 )
 
@@ -53,6 +55,18 @@ func TestVictimsByDomain(t *testing.T) {
 			preemptor: wholeRack,
 			members:   2,
 			want:      []string{"reclaim whole ns/z1 [z1-0] cpu=4", "reclaim whole ns/z2 [z2-0] cpu=4"},
+			wantPlan:  map[string]string{"p-0": "n3", "p-1": "n4"},
+		},
+		{
+			name:  "a rack whose pods would cover its lack but leave each node short needs more: the other rack",
+			nodes: racks,
+			// r1 lacks 5 cpu: a3 and a1 cover it, but a member needs 3 on
+			// one node: a1, a2 and a3 go. r2 needs its two pods gone.
+			pods: podsOf(one("a1", "2", "n1"), one("a2", "2", "n1"), one("a3", "3", "n2"),
+				one("b1", "4", "n3"), one("b2", "4", "n4")),
+			preemptor: testGang{name: "p", queue: "b", minMember: 2, cpu: "3", required: v1alpha1.LabelRack},
+			members:   2,
+			want:      []string{"reclaim whole ns/b1 [b1-0] cpu=4", "reclaim whole ns/b2 [b2-0] cpu=4"},
 			wantPlan:  map[string]string{"p-0": "n3", "p-1": "n4"},
 		},
 		{
@@ -206,6 +220,33 @@ func TestChoiceLess(t *testing.T) {
 			}
 			if tc.want && tc.b.less(&tc.a) {
 				t.Errorf("less holds both ways")
+			}
+		})
+	}
+}
+
+func TestFewestPods(t *testing.T) {
+	pod := func(name, cpu, mem string) unit {
+		return unit{pods: []*v1.Pod{st.MakePod().Name(name).UID(name).
+			Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu, v1.ResourceMemory: mem}).Obj()}}
+	}
+	big, small, mem := pod("big", "4", "1Gi"), pod("small", "1", "1Gi"), pod("mem", "1", "8Gi")
+	gi := int64(1 << 30)
+	tests := []struct {
+		name  string
+		short placement.Amounts
+		units []unit
+		want  int
+	}{
+		{"nothing lacking", placement.Amounts{v1.ResourceCPU: 0}, []unit{big}, 0},
+		{"the largest first", placement.Amounts{v1.ResourceCPU: 4000}, []unit{small, big}, 1},
+		{"the most any resource needs", placement.Amounts{v1.ResourceCPU: 4000, v1.ResourceMemory: 9 * gi}, []unit{small, big, mem}, 2},
+		{"a pod in two units counts once", placement.Amounts{v1.ResourceCPU: 5000}, []unit{big, big, small}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fewestPods(tc.short, tc.units); got != tc.want {
+				t.Errorf("fewestPods = %d, want %d", got, tc.want)
 			}
 		})
 	}
