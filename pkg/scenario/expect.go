@@ -79,7 +79,7 @@ func (e *Expectation) check(r *Result, byProfile map[string]*Result) []string {
 }
 
 // others are the results a relative bound compares profile's with: Of's,
-// or with Of "others" every other profile's, in profile order.
+// or with Of "others" every other profile's, in name order.
 func (rb *RelativeBound) others(profile string, byProfile map[string]*Result) []*Result {
 	if rb.Of != ofOthers {
 		if other := byProfile[rb.Of]; other != nil && rb.Of != profile {
