@@ -357,11 +357,12 @@ func (b *Batch) SetTopologyLevels(profile string, levels []string) {
 // Topology is the gang's topology constraint as the profile places it:
 // the node label keys whose domains to try, in order, and the required
 // key (see gang.Topology.Levels). The constraint is the gang's own, else
-// its queue's default (where a queue policy runs); the levels are those
-// of the profile's Gang plugin, else the default ones.
+// its queue's default (where a queue policy runs; not for a pod in no
+// gang); the levels are those of the profile's Gang plugin, else the
+// default ones.
 func (b *Batch) Topology(profile string, s *gang.Status) (keys []string, required string) {
 	t := s.Spec.Topology
-	if q := b.Queues(); t.IsZero() && q != nil {
+	if q := b.Queues(); t.IsZero() && q != nil && s.Key.Family != gang.FamilySolo {
 		t = q.Topology(s)
 	}
 	if t.IsZero() {

@@ -46,7 +46,7 @@ func Need(pods []*v1.Pod) Amounts {
 // Domains groups the nodes by their values of key and required (""
 // for none); a node without the labels is in no domain. The free room of
 // each is counted for the resources need names, with removed taken off
-// their nodes.
+// their nodes; a cordoned node's room is not counted.
 func Domains(nodes []fwk.NodeInfo, key, required string, need Amounts, removed []PodOnNode) []Domain {
 	freed := map[string]Amounts{}
 	for _, r := range removed {
@@ -82,6 +82,9 @@ func Domains(nodes []fwk.NodeInfo, key, required string, need Amounts, removed [
 			names = append(names, name)
 		}
 		d.Nodes.Insert(node.Name)
+		if node.Spec.Unschedulable {
+			continue
+		}
 		alloc, used := n.GetAllocatable(), n.GetRequested()
 		for res := range need {
 			d.free[res] += amount(alloc, res) - amount(used, res) + freed[node.Name][res]
@@ -107,36 +110,41 @@ func amount(r fwk.Resource, name v1.ResourceName) int64 {
 	return r.GetScalarResources()[name]
 }
 
-// Rank returns the domains whose free room covers need, tightest first:
-// the one with the least room left over (relative to need, summed over
-// resources), so that bigger domains stay whole. When none does, why
+// Rank returns the domains whose free room covers need, tightest first,
+// so that bigger domains stay whole: the one where the gang takes the
+// largest share of the free room of some resource (its dominant one
+// there), ties going to the least room left over. When none fits, why
 // names the closest and what it lacks.
 func Rank(domains []Domain, need Amounts, key string) (fit []Domain, why string) {
 	type scored struct {
-		d     Domain
-		score float64
+		d               Domain
+		score, leftOver float64
 	}
 	var fits, short []scored
 	for _, d := range domains {
-		var over, under float64
+		var dominant, over, under float64
 		for res, n := range need {
 			if n <= 0 {
 				continue
 			}
-			if left := d.free[res] - n; left >= 0 {
+			free := d.free[res]
+			if left := free - n; left >= 0 {
 				over += float64(left) / float64(n)
+				dominant = max(dominant, float64(n)/float64(max(free, 1)))
 			} else {
 				under += float64(-left) / float64(n)
 			}
 		}
 		if under == 0 {
-			fits = append(fits, scored{d, over})
+			fits = append(fits, scored{d, -dominant, over})
 		} else {
-			short = append(short, scored{d, under})
+			short = append(short, scored{d, under, 0})
 		}
 	}
 	byScore := func(s []scored) {
-		sort.SliceStable(s, func(i, j int) bool { return s[i].score < s[j].score })
+		sort.SliceStable(s, func(i, j int) bool {
+			return s[i].score < s[j].score || s[i].score == s[j].score && s[i].leftOver < s[j].leftOver
+		})
 	}
 	byScore(fits)
 	for _, s := range fits {
@@ -184,6 +192,29 @@ func format(name v1.ResourceName, v int64) string {
 	return q.String() + " " + string(name)
 }
 
+// MaxDomainTries bounds the domains of one level a placement tries, the
+// tightest first: each try is a trial placement of the whole gang, and
+// domains whose room covers the gang but whose nodes do not take it (its
+// members too big for any one node, affinities) could be tried by the
+// thousand at the host level.
+const MaxDomainTries = 8
+
+// advertised keeps of need the resources some node has allocatable: one
+// that only devices provide (DRA extended resources) is left to the trial
+// placement.
+func advertised(need Amounts, nodes []fwk.NodeInfo) Amounts {
+	out := Amounts{}
+	for name, v := range need {
+		for _, n := range nodes {
+			if amount(n.GetAllocatable(), name) > 0 {
+				out[name] = v
+				break
+			}
+		}
+	}
+	return out
+}
+
 // PlaceInDomains places the trial's members within one domain of the
 // first key in keys where some domain takes them whole, trying each
 // level's domains tightest first (Rank). Each domain is also within one
@@ -199,7 +230,7 @@ func (pl *Placer) PlaceInDomains(ctx context.Context, t Trial, keys []string, re
 	if err != nil {
 		return nil, "", err
 	}
-	need := Need(t.Members)
+	need := advertised(Need(t.Members), nodes)
 	var why string
 	for _, key := range keys {
 		domains := Domains(nodes, key, required, need, t.Removed)
@@ -214,14 +245,15 @@ func (pl *Placer) PlaceInDomains(ctx context.Context, t Trial, keys []string, re
 			short = fmt.Sprintf("its placed members are not within one %s", key)
 		}
 		why = short
-		for i, d := range fit {
+		for i, d := range fit[:min(len(fit), MaxDomainTries)] {
 			t.Nodes = d.Nodes
 			result, msg, err := pl.Place(ctx, t)
 			if err != nil || msg == "" {
 				return result, msg, err
 			}
 			if i == 0 {
-				why = fmt.Sprintf("no %s takes it whole; in %s: %s", key, d.Name, msg)
+				why = fmt.Sprintf("no %s takes it whole (tried %d of %d with the room); in %s: %s",
+					key, min(len(fit), MaxDomainTries), len(fit), d.Name, msg)
 			}
 		}
 	}

@@ -118,6 +118,15 @@ func (pl *Placer) Place(ctx context.Context, t Trial) (Result, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if t.Nodes != nil {
+		within := make([]fwk.NodeInfo, 0, t.Nodes.Len())
+		for _, n := range nodeInfos {
+			if t.Nodes.Has(n.Node().Name) {
+				within = append(within, n)
+			}
+		}
+		nodeInfos = within
+	}
 	tr := &trial{pl: pl, t: t, overlay: map[string]fwk.NodeInfo{}}
 	defer tr.unreserve(ctx)
 	tr.removeVictims(klog.FromContext(ctx))
@@ -156,11 +165,10 @@ func (pl *Placer) Place(ctx context.Context, t Trial) (Result, string, error) {
 		}
 		added = len(tr.added)
 		nodes := nodeInfos
-		if result != nil && result.NodeNames != nil || t.Nodes != nil {
+		if result != nil && result.NodeNames != nil {
 			nodes = nil
 			for _, n := range nodeInfos {
-				name := n.Node().Name
-				if (result == nil || result.NodeNames == nil || result.NodeNames.Has(name)) && (t.Nodes == nil || t.Nodes.Has(name)) {
+				if result.NodeNames.Has(n.Node().Name) {
 					nodes = append(nodes, n)
 				}
 			}

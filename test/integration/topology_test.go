@@ -1,12 +1,14 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -182,5 +184,38 @@ func TestTopologyQueueDefault(t *testing.T) {
 	g := e.members("g", 2, "3", labels)
 	if got := racksOf(e.waitBound(g...), g); len(got) != 1 {
 		t.Fatalf("gang g is in racks %v, want one (its queue's required rack)", got)
+	}
+}
+
+// TestTopologyElastic: the members of an elastic gang (minMember 1) stay
+// in the required rack of the first one placed, and never go to a node in
+// no rack, though the spreading scores would choose the big one there: a
+// third 3-cpu member finds no room in a rack of two 4-cpu nodes and
+// waits.
+func TestTopologyElastic(t *testing.T) {
+	e := newEnv(t)
+	e.racks(2, 2)
+	e.nodes("spare", 1, simulator.NodeShape{CPU: "16", Memory: "64Gi"})
+	e.startScheduler(gangConfig(t))
+	g := e.topologyGang(musterKind, "g", 1, v1alpha1.TopologySpec{Required: v1alpha1.LabelRack})
+	members := g.members(3, "3")
+	var bound map[string]string
+	var placed []string
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		bound, placed = e.bound(), nil
+		for _, m := range members {
+			if bound[m] != "" {
+				placed = append(placed, m)
+			}
+		}
+		return len(placed) >= 2, nil
+	})
+	if err != nil {
+		t.Fatalf("members bound: %v; want two", bound)
+	}
+	time.Sleep(time.Second) // the third member would have bound by now
+	bound = e.bound()
+	if got := racksOf(bound, placed); len(bound) != 2 || len(got) != 1 || got[0] == "spare" {
+		t.Fatalf("members bound %v, in racks %v; want two, in one rack", bound, got)
 	}
 }

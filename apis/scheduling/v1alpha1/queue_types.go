@@ -85,7 +85,7 @@ type QueueSpec struct {
 
 	// Topology is the topology constraint of the queue's gangs that give
 	// none of their own (their PodGroup, annotations, or upstream or
-	// Volcano fields). Gangs of one are not constrained.
+	// Volcano fields). Pods in no gang are not constrained.
 	// +optional
 	Topology *TopologySpec `json:"topology,omitempty"`
 }

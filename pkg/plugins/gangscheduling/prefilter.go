@@ -41,10 +41,17 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if s.Ready() || s.Spec.MinMember == 1 && len(s.Spec.MinTaskMember) == 0 {
 		// An elastic member, or a gang of one: placed like any pod, within
 		// the required domain of the members placed.
-		if nodes := pl.domainOfPlaced(key, required); nodes != nil {
-			return &fwk.PreFilterResult{NodeNames: nodes}, nil
+		if required == "" {
+			return nil, rest
 		}
-		return nil, rest
+		nodes, err := pl.requiredDomain(key, required)
+		if err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+		if len(nodes) == 0 {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, gangMessage(key, "no node has label "+required))
+		}
+		return &fwk.PreFilterResult{NodeNames: nodes}, nil
 	}
 	if node, planned, hasPlan := pl.manager.PlannedNode(key, pod.UID, now); planned {
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
@@ -57,7 +64,11 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	// is made over several members' cycles, so that pods in no gang are
 	// scheduled in between; the room planned so far is promised meanwhile.
 	nodes, infos, todo, unfinished := pl.manager.UnfinishedPlan(key, now)
-	unfinished = unfinished && len(keys) == 0 // a topology gang is planned in one cycle
+	if len(keys) > 0 {
+		// A topology gang is planned in one cycle; a plan made over several
+		// before the constraint applied knows no domain.
+		nodes, infos, unfinished = nil, nil, false
+	}
 	var planned []placement.PodOnNode
 	if unfinished {
 		planned = make([]placement.PodOnNode, 0, len(infos))

@@ -16,35 +16,28 @@ func (pl *Plugin) placedNodes(key gang.Key) sets.Set[string] {
 	return nodes
 }
 
-// domainOfPlaced is the nodes of the required domain the gang's placed
-// members are in, for the members placed after them; nil when there is
-// no required key or no member placed, or the node of the first is gone.
-func (pl *Plugin) domainOfPlaced(key gang.Key, required string) sets.Set[string] {
-	if required == "" {
-		return nil
-	}
-	placed := pl.manager.PlacedMembers(key)
-	if len(placed) == 0 {
-		return nil
-	}
-	lister := pl.handle.SnapshotSharedLister().NodeInfos()
-	first, err := lister.Get(placed[0].Spec.NodeName)
+// requiredDomain is the nodes a member placed after the gang's first ones
+// (or the one member of a gang of one) may take: those sharing the value
+// of required with a placed member's node, or, when none has one, every
+// node with the label.
+func (pl *Plugin) requiredDomain(key gang.Key, required string) (sets.Set[string], error) {
+	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	value, ok := first.Node().Labels[required]
-	if !ok {
-		return nil
-	}
-	all, err := lister.List()
-	if err != nil {
-		return nil
+	placed := pl.placedNodes(key)
+	value, anchored := "", false
+	for _, n := range all {
+		if v, ok := n.Node().Labels[required]; ok && placed.Has(n.Node().Name) {
+			value, anchored = v, true
+			break
+		}
 	}
 	nodes := sets.New[string]()
 	for _, n := range all {
-		if v, ok := n.Node().Labels[required]; ok && v == value {
+		if v, ok := n.Node().Labels[required]; ok && (!anchored || v == value) {
 			nodes.Insert(n.Node().Name)
 		}
 	}
-	return nodes
+	return nodes, nil
 }
