@@ -62,7 +62,7 @@ func (pl *Plugin) chooseInDomain(ctx context.Context, snap *queue.Snapshot, inFl
 	for _, p := range pl.gangs.PlacedMembers(st.Key) {
 		anchors.Insert(p.Spec.NodeName)
 	}
-	amounts := placement.Need(members)
+	amounts := advertised(placement.Need(members), nodes)
 	trial := fitTrial{snap: snap, members: members, st: st, need: need, ahead: ahead}
 	if fits, err := pl.fitsInADomain(ctx, trial, nodes, required, amounts, anchors); fits || err != nil {
 		return nil, nil, err // it fits without victims: none helps
@@ -227,6 +227,20 @@ func fewestPods(short placement.Amounts, units []unit) int {
 		fewest = max(fewest, n)
 	}
 	return fewest
+}
+
+// advertised is need without the resources no node has, as the Gang
+// plugin's domain placement counts it (placement.PlaceInDomains): a node
+// filter that fails for them fails with any victims, and one that ignores
+// them must not make every domain look short.
+func advertised(need placement.Amounts, nodes []fwk.NodeInfo) placement.Amounts {
+	out := placement.Amounts{}
+	for res, v := range need {
+		if slices.ContainsFunc(nodes, func(n fwk.NodeInfo) bool { return amount(n.GetAllocatable(), res) > 0 }) {
+			out[res] = v
+		}
+	}
+	return out
 }
 
 // amount is r's quantity of the resource, in placement.Amounts' units.
