@@ -87,7 +87,7 @@ func Domains(nodes []fwk.NodeInfo, key, required string, need Amounts, removed [
 		}
 		alloc, used := n.GetAllocatable(), n.GetRequested()
 		for res := range need {
-			d.free[res] += amount(alloc, res) - amount(used, res) + freed[node.Name][res]
+			d.free[res] += AmountOf(alloc, res) - AmountOf(used, res) + freed[node.Name][res]
 		}
 	}
 	sort.Strings(names)
@@ -98,7 +98,8 @@ func Domains(nodes []fwk.NodeInfo, key, required string, need Amounts, removed [
 	return out
 }
 
-func amount(r fwk.Resource, name v1.ResourceName) int64 {
+// AmountOf is r's quantity of the resource, in Amounts' units.
+func AmountOf(r fwk.Resource, name v1.ResourceName) int64 {
 	switch name {
 	case v1.ResourceCPU:
 		return r.GetMilliCPU()
@@ -199,14 +200,14 @@ func format(name v1.ResourceName, v int64) string {
 // thousand at the host level.
 const MaxDomainTries = 8
 
-// advertised keeps of need the resources some node has allocatable: one
+// Advertised keeps of need the resources some node has allocatable: one
 // that only devices provide (DRA extended resources) is left to the trial
 // placement.
-func advertised(need Amounts, nodes []fwk.NodeInfo) Amounts {
+func Advertised(need Amounts, nodes []fwk.NodeInfo) Amounts {
 	out := Amounts{}
 	for name, v := range need {
 		for _, n := range nodes {
-			if amount(n.GetAllocatable(), name) > 0 {
+			if AmountOf(n.GetAllocatable(), name) > 0 {
 				out[name] = v
 				break
 			}
@@ -230,7 +231,7 @@ func (pl *Placer) PlaceInDomains(ctx context.Context, t Trial, keys []string, re
 	if err != nil {
 		return nil, "", err
 	}
-	need := advertised(Need(t.Members), nodes)
+	need := Advertised(Need(t.Members), nodes)
 	var why string
 	for _, key := range keys {
 		domains := Domains(nodes, key, required, need, t.Removed)

@@ -114,7 +114,7 @@ func TestDomainsCountRemoved(t *testing.T) {
 // provide) is left to the trial placement.
 func TestAdvertised(t *testing.T) {
 	nodes := []fwk.NodeInfo{rackNode("n", nil)}
-	got := advertised(Amounts{gpu: 8, "example.com/dra": 1, v1.ResourceCPU: 1000}, nodes)
+	got := Advertised(Amounts{gpu: 8, "example.com/dra": 1, v1.ResourceCPU: 1000}, nodes)
 	if diff := cmp.Diff(Amounts{gpu: 8, v1.ResourceCPU: 1000}, got); diff != "" {
 		t.Errorf("advertised (-want +got):\n%s", diff)
 	}

@@ -62,7 +62,7 @@ func (pl *Plugin) chooseInDomain(ctx context.Context, snap *queue.Snapshot, inFl
 	for _, p := range pl.gangs.PlacedMembers(st.Key) {
 		anchors.Insert(p.Spec.NodeName)
 	}
-	amounts := advertised(placement.Need(members), nodes)
+	amounts := placement.Advertised(placement.Need(members), nodes)
 	trial := fitTrial{snap: snap, members: members, st: st, need: need, ahead: ahead}
 	if fits, err := pl.fitsInADomain(ctx, trial, nodes, required, amounts, anchors); fits || err != nil {
 		return nil, nil, err // it fits without victims: none helps
@@ -185,7 +185,7 @@ func lacking(nodes []fwk.NodeInfo, domain sets.Set[string], need placement.Amoun
 		}
 		alloc, used := n.GetAllocatable(), n.GetRequested()
 		for res := range need {
-			short[res] -= amount(alloc, res) - amount(used, res)
+			short[res] -= placement.AmountOf(alloc, res) - placement.AmountOf(used, res)
 		}
 	}
 	return short
@@ -227,33 +227,6 @@ func fewestPods(short placement.Amounts, units []unit) int {
 		fewest = max(fewest, n)
 	}
 	return fewest
-}
-
-// advertised is need without the resources no node has, as the Gang
-// plugin's domain placement counts it (placement.PlaceInDomains): a node
-// filter that fails for them fails with any victims, and one that ignores
-// them must not make every domain look short.
-func advertised(need placement.Amounts, nodes []fwk.NodeInfo) placement.Amounts {
-	out := placement.Amounts{}
-	for res, v := range need {
-		if slices.ContainsFunc(nodes, func(n fwk.NodeInfo) bool { return amount(n.GetAllocatable(), res) > 0 }) {
-			out[res] = v
-		}
-	}
-	return out
-}
-
-// amount is r's quantity of the resource, in placement.Amounts' units.
-func amount(r fwk.Resource, name v1.ResourceName) int64 {
-	switch name {
-	case v1.ResourceCPU:
-		return r.GetMilliCPU()
-	case v1.ResourceMemory:
-		return r.GetMemory()
-	case v1.ResourceEphemeralStorage:
-		return r.GetEphemeralStorage()
-	}
-	return r.GetScalarResources()[name]
 }
 
 // domainOfUnit is the domain holding every pod of the unit.

@@ -7,8 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
@@ -251,15 +249,5 @@ func TestFewestPods(t *testing.T) {
 				t.Errorf("fewestPods = %d, want %d", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestAdvertised(t *testing.T) {
-	n := framework.NewNodeInfo()
-	n.SetNode(node("n1", "4"))
-	need := placement.Amounts{v1.ResourceCPU: 8000, v1.ResourceMemory: 1 << 30, "example.com/fpga": 1}
-	want := placement.Amounts{v1.ResourceCPU: 8000, v1.ResourceMemory: 1 << 30}
-	if diff := cmp.Diff(want, advertised(need, []fwk.NodeInfo{n})); diff != "" {
-		t.Errorf("advertised (-want,+got):\n%s", diff)
 	}
 }
