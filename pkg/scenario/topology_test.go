@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 
 	musterv1alpha1 "github.com/muster-sched/muster/apis/scheduling/v1alpha1"
 )
@@ -88,6 +89,10 @@ func TestParseTopology(t *testing.T) {
 	wantSpec := &musterv1alpha1.TopologySpec{Required: musterv1alpha1.LabelRack, Preferred: "kubernetes.io/hostname"}
 	if diff := cmp.Diff(wantSpec, a.musterPodGroup(s.gangWait).Spec.Topology); diff != "" {
 		t.Errorf("PodGroup spec.topology (-want +got):\n%s", diff)
+	}
+	wantUpstream := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: musterv1alpha1.LabelRack}}}
+	if diff := cmp.Diff(wantUpstream, a.upstreamPodGroup().Spec.SchedulingConstraints); diff != "" {
+		t.Errorf("upstream PodGroup spec.schedulingConstraints (-want +got):\n%s", diff)
 	}
 	if got := s.timeline()[1].pods(ProfileStock)[0].Annotations; len(got) != 0 {
 		t.Errorf("plain pod annotations %v, want none", got)

@@ -235,8 +235,9 @@ func (a arrival) coschedulingPodGroup(gangWait time.Duration) *spv1alpha1.PodGro
 }
 
 // upstreamPodGroup is the copy's gang as Kubernetes' own PodGroup, with the
-// gang policy (it has no per-role minimums) and the members' priority
-// class, which kube-scheduler requires their priority to match.
+// gang policy (it has no per-role minimums), the members' priority class,
+// which kube-scheduler requires their priority to match, and a required
+// topology key as its topology constraint.
 func (a arrival) upstreamPodGroup() *schedulingv1beta1.PodGroup {
 	w := a.workload
 	pg := &schedulingv1beta1.PodGroup{
@@ -247,6 +248,13 @@ func (a arrival) upstreamPodGroup() *schedulingv1beta1.PodGroup {
 	}
 	if w.Priority != 0 {
 		pg.Spec.PriorityClassName = priorityClassName(w.Priority)
+	}
+	if t := w.Topology; t != nil && t.Required != "" {
+		// TopologyAwareWorkloadScheduling (alpha, on with the gang API in
+		// the run's control plane) has required keys only.
+		pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+			Topology: []schedulingv1beta1.TopologyConstraint{{Key: t.Required}},
+		}
 	}
 	return pg
 }
