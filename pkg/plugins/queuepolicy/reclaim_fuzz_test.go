@@ -16,9 +16,11 @@ import (
 // (Capacity: deserved and guarantee) and queue b, running gangs in
 // either, and the preemptor: gang p of queue b, priority 10, its members
 // pending. Cpu is in cores for nodes and queues, half cores for pods.
+// With rack, each node is a rack of its own and the preemptor requires
+// one: its members and victims all on one node.
 type reclaimCase struct {
-	drf, withinQueue, notReclaimable bool
-	nodes                            [2]int
+	drf, withinQueue, notReclaimable, rack bool
+	nodes                                  [2]int
 	// guaranteeA and capabilityB: 0 for none.
 	deservedA, guaranteeA, capabilityB int
 	members, halfCores                 int
@@ -47,7 +49,7 @@ func decodeReclaimCase(data []byte) reclaimCase {
 		return int(b)
 	}
 	flags := next()
-	c := reclaimCase{drf: flags&1 != 0, withinQueue: flags&2 != 0, notReclaimable: flags&4 != 0}
+	c := reclaimCase{drf: flags&1 != 0, withinQueue: flags&2 != 0, notReclaimable: flags&4 != 0, rack: flags&8 != 0}
 	c.nodes = [2]int{1 + next()%8, 1 + next()%8}
 	c.deservedA, c.guaranteeA, c.capabilityB = next()%9, next()%9, next()%17
 	c.members, c.halfCores = 1+next()%3, 1+next()%8
@@ -71,7 +73,7 @@ func (c reclaimCase) encode() []byte {
 		}
 		return 0
 	}
-	out := []byte{bit(c.drf, 0) | bit(c.withinQueue, 1) | bit(c.notReclaimable, 2),
+	out := []byte{bit(c.drf, 0) | bit(c.withinQueue, 1) | bit(c.notReclaimable, 2) | bit(c.rack, 3),
 		byte(c.nodes[0] - 1), byte(c.nodes[1] - 1), byte(c.deservedA), byte(c.guaranteeA), byte(c.capabilityB),
 		byte(c.members - 1), byte(c.halfCores - 1), byte(len(c.gangs))}
 	for _, g := range c.gangs {
@@ -133,14 +135,22 @@ func FuzzChooseVictims(f *testing.F) {
 			{queueB: true, priority: 10, minMember: 2, halfCores: 2, nodes: []int{0, 0, 1, 1}}, {queueB: true, priority: 20, minMember: 1, halfCores: 4, nodes: []int{1}}}},
 	} {
 		f.Add(c.encode())
+		c.rack = true // the same, with a rack per node
+		f.Add(c.encode())
 	}
 	// Found by the fuzzer: members that fit with no victim took one.
 	f.Add([]byte("017770000"))
+	// A rack each: two members fit on n2 once its gang goes, not on n1.
+	f.Add(reclaimCase{rack: true, nodes: [2]int{2, 4}, members: 2, halfCores: 4, gangs: []reclaimGang{
+		{minMember: 1, halfCores: 2, nodes: []int{0}}, {minMember: 1, halfCores: 8, nodes: []int{1}}}}.encode())
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := decodeReclaimCase(data)
 		cl, minMember := c.cluster()
 		preemptor := testGang{name: "p", queue: "b", minMember: c.members, cpu: halfCores(c.halfCores), priority: 10}
+		if c.rack {
+			preemptor.required = v1alpha1.LabelRack
+		}
 		members := preemptor.pods(make([]string, c.members)...)
 		cl.pods = append(cl.pods, members...)
 		ctx, pl, snap := newTestPlugin(t, cl, c.drf)
@@ -148,7 +158,7 @@ func FuzzChooseVictims(f *testing.F) {
 		st := pl.gangs.Status(preemptor.key())
 		need := requestsOf(members)
 		units := pl.candidates(snap, st.Key, queue.QueueOf(&st), preemptor.priority, need, c.withinQueue, true)
-		victims, plan, err := pl.chooseVictims(ctx, snap, pl.records.inFlight(), members, units, &st, need, nil, nil)
+		victims, plan, err := pl.victimsFor(ctx, snap, pl.records.inFlight(), members, units, &st, need, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,6 +172,9 @@ func FuzzChooseVictims(f *testing.F) {
 		v := reclaimCheck{t: t, c: c, cl: cl, snap: snap, need: need, minMember: minMember}
 		v.checkPlan(victims, members, plan)
 		v.checkRules(victims)
+		if c.rack {
+			v.checkOneRack(victims, plan)
+		}
 		if !v.fits(victims) {
 			t.Fatalf("the members do not fit once victims %v are gone", describeUnits(victims))
 		}
@@ -193,6 +206,10 @@ func (c reclaimCase) cluster() (testCluster, map[string]int) {
 		b = withCapability(b, fmt.Sprint(c.capabilityB))
 	}
 	cl := testCluster{nodes: []*v1.Node{node("n1", fmt.Sprint(c.nodes[0])), node("n2", fmt.Sprint(c.nodes[1]))}, queues: []*v1alpha1.Queue{a, b}}
+	if c.rack {
+		inRack(cl.nodes[0], "r1")
+		inRack(cl.nodes[1], "r2")
+	}
 	free := []int{2 * c.nodes[0], 2 * c.nodes[1]}
 	minMember := map[string]int{}
 	for i, g := range c.gangs {
@@ -248,7 +265,7 @@ func (v reclaimCheck) free(victims []unit) map[string]int64 {
 
 // fits reports whether the preemptor fits once victims are gone: its
 // queue within its ceiling (less its own victims), and as many members
-// on the nodes' free room as it has.
+// on the nodes' free room as it has (with rack, on one node's).
 func (v reclaimCheck) fits(victims []unit) bool {
 	after := v.need.Clone()
 	for _, u := range victims {
@@ -262,9 +279,30 @@ func (v reclaimCheck) fits(victims []unit) bool {
 	each := int64(v.c.halfCores) * 500
 	room := int64(0)
 	for _, f := range v.free(victims) {
-		room += max(0, f) / each
+		if v.c.rack {
+			room = max(room, max(0, f)/each)
+		} else {
+			room += max(0, f) / each
+		}
 	}
 	return room >= int64(v.c.members)
+}
+
+// checkOneRack checks that the victims and the plan are all on one node,
+// the rack the members need.
+func (v reclaimCheck) checkOneRack(victims []unit, plan map[types.UID]string) {
+	nodes := map[string]bool{}
+	for _, u := range victims {
+		for _, p := range u.pods {
+			nodes[p.Spec.NodeName] = true
+		}
+	}
+	for _, n := range plan {
+		nodes[n] = true
+	}
+	if len(nodes) != 1 {
+		v.t.Fatalf("victims %v and plan %v span nodes %v, want one rack", describeUnits(victims), plan, nodes)
+	}
 }
 
 // checkPlan checks that the plan places every member on a node with room
