@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -73,6 +74,9 @@ func (pl *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 // a gang that runs) binds as any pod does. A member nominated to the node
 // already (by reclaim) has nothing to write until it binds.
 func (pl *Plugin) PreBindPreFlight(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if s := pl.checkNode(pod, node); s != nil {
+		return nil, s
+	}
 	if pl.handle.GetWaitingPod(pod.UID) == nil || !pl.boundTogether(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -91,14 +95,29 @@ func (pl *Plugin) PreBindPreFlight(ctx context.Context, _ fwk.CycleState, pod *v
 // or Unreserve. Where the gate NominatedNodeNameForExpectation is off,
 // PreBindPreFlight does not run and PreBind runs for every pod: it checks
 // for itself.
-func (pl *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+func (pl *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
 	if !pl.boundTogether(pod) {
 		return nil
+	}
+	if s := pl.checkNode(pod, node); s != nil {
+		return s
 	}
 	if err := pl.binds.Binding(ctx, pod.UID); err != nil {
 		return fwk.AsStatus(err)
 	}
 	return nil
+}
+
+// checkNode fails the binding of a member bound together with its gang
+// to a node that was deleted. The scheduler's snapshot can hold a node a
+// moment after the node informer saw it go (and releaseOnNode released
+// the members waiting there), so a plan made on it may name the node, and
+// a binding to a node that is gone is accepted by the API.
+func (pl *Plugin) checkNode(pod *v1.Pod, node string) *fwk.Status {
+	if _, err := pl.handle.SharedInformerFactory().Core().V1().Nodes().Lister().Get(node); !apierrors.IsNotFound(err) || !pl.boundTogether(pod) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s was deleted", node))
 }
 
 // boundTogether reports whether pod is a member of a gang that starts

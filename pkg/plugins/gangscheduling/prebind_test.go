@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	clientsetfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -26,16 +28,23 @@ import (
 // or Unreserve. With NominatedNodeNameForExpectation off, PreBindPreFlight
 // does not run and PreBind takes the slot itself. A pod that does not
 // wait, a gang of one, a pod in no gang and a member nominated to the node
-// already write nothing before they bind and take no slot.
+// already write nothing before they bind and take no slot. A member whose
+// node the informer saw deleted fails there, taking no slot.
 func TestBindingSlots(t *testing.T) {
 	metrics.Register() // RunPermitPlugins observes the scheduler's metrics
 	_, ctx := ktesting.NewTestContext(t)
 	_, manager, _, _ := orderFixture(ctx, t, nil, 0)
+	// The node informer knows n1; "gone" was deleted.
+	informerFactory := informers.NewSharedInformerFactory(clientsetfake.NewClientset(), 0)
+	if err := informerFactory.Core().V1().Nodes().Informer().GetStore().Add(st.MakeNode().Name("n1").Obj()); err != nil {
+		t.Fatal(err)
+	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 		tf.RegisterPermitPlugin("FakePermit", tf.NewFakePermitPlugin(fwk.NewStatus(fwk.Wait), time.Minute)),
-	}, "default-scheduler", frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()))
+	}, "default-scheduler", frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithInformerFactory(informerFactory))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +65,13 @@ func TestBindingSlots(t *testing.T) {
 	tests := []struct {
 		name      string
 		pod       *v1.Pod
+		node      string // "": n1
 		nominated string // the pod's NominatedNodeName
 		waiting   bool   // it waits at Permit
 		steps     []step
 		// want is, after each step, whether the pod holds the slot.
-		want          []bool
-		wantPreFlight fwk.Code
+		want                       []bool
+		wantPreFlight, wantPreBind fwk.Code
 	}{
 		{name: "a member waiting for its gang, bound", pod: pod("a-0", inGang("a", "2")), waiting: true,
 			steps: []step{preFlight, preBind, postBind}, want: []bool{true, true, false}},
@@ -77,9 +87,19 @@ func TestBindingSlots(t *testing.T) {
 			steps: []step{preFlight, preBind}, want: []bool{false, false}, wantPreFlight: fwk.Skip},
 		{name: "a pod in no gang", pod: pod("web", nil), waiting: true,
 			steps: []step{preFlight, preBind}, want: []bool{false, false}, wantPreFlight: fwk.Skip},
+		// The snapshot a plan was made on may hold a node the informer saw
+		// deleted: the member does not bind there.
+		{name: "a member whose node was deleted", pod: pod("g-0", inGang("g", "2")), node: "gone",
+			steps: []step{preFlight}, want: []bool{false}, wantPreFlight: fwk.Unschedulable},
+		{name: "a member whose node was deleted, the gate off", pod: pod("h-0", inGang("h", "2")), node: "gone", waiting: true,
+			steps: []step{preBind}, want: []bool{false}, wantPreBind: fwk.Unschedulable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			node := node
+			if tt.node != "" {
+				node = tt.node
+			}
 			binds := batch.NewBinds(1)
 			pl := &Plugin{manager: manager, handle: fw, binds: binds}
 			tt.pod.Status.NominatedNodeName = tt.nominated
@@ -100,8 +120,8 @@ func TestBindingSlots(t *testing.T) {
 						t.Fatalf("PreBindPreFlight = %v, want %v", st, tt.wantPreFlight)
 					}
 				case preBind:
-					if st := pl.PreBind(ctx, state, tt.pod, node); !st.IsSuccess() {
-						t.Fatalf("PreBind = %v", st)
+					if st := pl.PreBind(ctx, state, tt.pod, node); st.Code() != tt.wantPreBind {
+						t.Fatalf("PreBind = %v, want %v", st, tt.wantPreBind)
 					}
 				case postBind:
 					pl.PostBind(ctx, state, tt.pod, node)
