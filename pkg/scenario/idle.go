@@ -13,7 +13,9 @@ import (
 // aside), the node's free room, up to what such pods request between
 // them. A pod not tried yet is not counted: that is throughput, not idle
 // room. A gang's member counts only while its gang's pending members fit
-// the cluster's free room together. o.mu held.
+// the cluster's free room together, or, for a gang that requires a
+// topology domain, the free room of one domain (that of its running
+// members, once some run). o.mu held.
 func (o *observer) idleWhileWaiting() []float64 {
 	free := map[string][]float64{}
 	for node, g := range o.groups {
@@ -49,7 +51,7 @@ func (o *observer) idleWhileWaiting() []float64 {
 		if !p.pending() || p.refused.IsZero() {
 			continue
 		}
-		if g := gangPending[namespaceOf(key)+"/"+p.gang]; p.gang != "" && !fits(g, totalFree) {
+		if g := namespaceOf(key) + "/" + p.gang; p.gang != "" && !o.gangFits(o.gangs[g], gangPending[g], free, totalFree) {
 			continue
 		}
 		k := fmt.Sprint(p.requests)
@@ -81,6 +83,40 @@ func (o *observer) idleWhileWaiting() []float64 {
 		idle[i] = math.Min(idle[i], want[i])
 	}
 	return idle
+}
+
+// gangFits reports whether a gang's pending requests fit the free room: the
+// cluster's, or one domain's of the gang's required key.
+func (o *observer) gangFits(g *gangRecord, pending []float64, free map[string][]float64, totalFree []float64) bool {
+	if g == nil || g.required == "" {
+		return fits(pending, totalFree)
+	}
+	anchor := ""
+	for _, m := range g.members {
+		if m.running() {
+			anchor = o.nodeLabels[m.node][g.required]
+			break
+		}
+	}
+	room := map[string][]float64{}
+	for node, f := range free {
+		d, ok := o.nodeLabels[node][g.required]
+		if !ok || anchor != "" && d != anchor {
+			continue
+		}
+		if room[d] == nil {
+			room[d] = make([]float64, len(f))
+		}
+		for i, v := range f {
+			room[d][i] += math.Max(0, v)
+		}
+	}
+	for _, r := range room {
+		if fits(pending, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // refusedBy reports whether the scheduler has marked the pod unschedulable.

@@ -17,10 +17,29 @@ func TestIdleWhileWaiting(t *testing.T) {
 	pending := func(cpu float64, refused time.Time, gang string) *podRecord {
 		return &podRecord{requests: []float64{cpu}, created: at, refused: refused, gang: gang}
 	}
+	inRack := func(pods map[string]*podRecord, gang string) map[string]*gangRecord {
+		g := &gangRecord{name: gang, required: "rack"}
+		for _, p := range pods {
+			if p.gang == gang {
+				g.members = append(g.members, p)
+			}
+		}
+		return map[string]*gangRecord{"ns/" + gang: g}
+	}
+	spread := map[string]*podRecord{
+		"ns/r0": running("n-0", 2), "ns/r1": running("n-1", 2),
+		"ns/a": pending(2, refused, "g"), "ns/b": pending(2, refused, "g"),
+	}
+	oneRackFree := map[string]*podRecord{"ns/a": pending(2, refused, "g"), "ns/b": pending(2, refused, "g")}
+	anchored := map[string]*podRecord{
+		"ns/r0": running("n-0", 2), "ns/a": running("n-0", 2), "ns/b": pending(2, refused, "g"),
+	}
+	anchored["ns/a"].gang = "g"
 	tests := []struct {
-		name string
-		pods map[string]*podRecord
-		want []float64
+		name  string
+		pods  map[string]*podRecord
+		gangs map[string]*gangRecord
+		want  []float64
 	}{
 		{
 			name: "no pod waits",
@@ -55,6 +74,29 @@ func TestIdleWhileWaiting(t *testing.T) {
 			},
 			want: []float64{0},
 		},
+		{
+			name: "a gang that fits the cluster's free room, not requiring a rack",
+			pods: spread,
+			want: []float64{4},
+		},
+		{
+			name:  "a gang that requires a rack, with its room spread over two",
+			pods:  spread,
+			gangs: inRack(spread, "g"),
+			want:  []float64{0},
+		},
+		{
+			name:  "a gang that requires a rack, with one rack free",
+			pods:  oneRackFree,
+			gangs: inRack(oneRackFree, "g"),
+			want:  []float64{4},
+		},
+		{
+			name:  "a gang's member whose running members' rack is full",
+			pods:  anchored,
+			gangs: inRack(anchored, "g"),
+			want:  []float64{0},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,6 +105,8 @@ func TestIdleWhileWaiting(t *testing.T) {
 				groups:           map[string]string{"n-0": "n", "n-1": "n"},
 				groupAllocatable: map[string][]float64{"n": {4}},
 				pods:             tt.pods,
+				gangs:            tt.gangs,
+				nodeLabels:       map[string]map[string]string{"n-0": {"rack": "a"}, "n-1": {"rack": "b"}},
 			}
 			if diff := cmp.Diff(tt.want, o.idleWhileWaiting()); diff != "" {
 				t.Errorf("idle while waiting (-want +got):\n%s", diff)
