@@ -9,15 +9,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/apis/scheduling"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/muster-sched/muster/pkg/gang"
-	"github.com/muster-sched/muster/pkg/placement"
 	"github.com/muster-sched/muster/pkg/queue"
 )
 
@@ -451,162 +448,6 @@ func systemCritical(pods []*v1.Pod) bool {
 // allowed, and no back-and-forth follows: the victim preempting back would
 // end above the other.
 const shareEpsilon = 1e-9
-
-// chooseVictims adds units in order while they are allowed, until the
-// gang's needed members all fit; then drops every unit the fit does not
-// need. It returns no victims when the gang cannot fit at all, or fits
-// without any. inFlight is what victims evicted before and still counted
-// in snap take: the deletions run off the scheduling cycle. ahead is room
-// claimed earlier in the cycle for other gangs of the queue: it counts
-// against the queue's ceiling. nodes, when not nil, are the only nodes
-// the members may go to (a topology domain).
-func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFlight flight, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector, nodes sets.Set[string]) ([]unit, map[types.UID]string, error) {
-	chosen, plan, err := pl.pickVictims(ctx, snap, inFlight, members, units, st, need, ahead, nodes)
-	if err != nil || len(chosen) == 0 {
-		return nil, nil, err
-	}
-	return chosen, plan, nil
-}
-
-// pickVictims is chooseVictims, except that a gang that fits once its
-// chosen units are pruned to none is told apart from one that does not
-// fit: it returns no units and the plan.
-func (pl *Plugin) pickVictims(ctx context.Context, snap *queue.Snapshot, inFlight flight, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector, nodes sets.Set[string]) ([]unit, map[types.UID]string, error) {
-	taken := inFlight.clone()
-	// The preemptor's dominant share once the members are placed, with
-	// its other members nominated to room evicted earlier and not placed
-	// yet.
-	ownAfter := queue.FromList(st.Allocated)
-	ownAfter.Add(need)
-	ownAfter.Add(pl.records.nominatedRequests(st.Key, members))
-	shareAfter := snap.DominantShare(ownAfter)
-	trial := fitTrial{snap: snap, members: members, st: st, need: need, ahead: ahead, nodes: nodes}
-	var chosen []unit
-	var plan map[types.UID]string
-	for _, u := range units {
-		switch u.reason {
-		case reclaim: // from another queue: within its budget
-			f := snap.Queues[u.queue]
-			after := f.Allocated.Clone()
-			after.Sub(taken.byQueue[u.queue])
-			if !stillOver(after, f.Deserved, members) {
-				continue
-			}
-			after.Sub(u.usage)
-			if u.whole {
-				// Its members chosen one by one so far are in u.usage
-				// already: count them once.
-				for _, c := range chosen {
-					if c.gang == u.gang {
-						after.Add(c.usage)
-					}
-				}
-			}
-			if ok, _ := f.Guarantee.Fits(after); !ok {
-				continue // would take it below its guarantee
-			}
-		case evenShares: // the victim's share must not fall below ours
-			left := u.gangAllocated.Clone()
-			left.Sub(taken.byGang[u.gang])
-			left.Sub(u.usage)
-			if shareAfter > snap.DominantShare(left)+shareEpsilon {
-				continue
-			}
-		}
-		if u.whole {
-			// The whole gang includes its members taken one by one so far.
-			chosen = slices.DeleteFunc(chosen, func(c unit) bool {
-				if c.gang == u.gang {
-					taken.sub(c)
-					return true
-				}
-				return false
-			})
-		}
-		chosen = append(chosen, u)
-		taken.add(u)
-		p, err := pl.fits(ctx, trial, chosen)
-		if err != nil {
-			return nil, nil, err
-		}
-		if p != nil {
-			plan = p
-			break
-		}
-	}
-	if plan == nil {
-		return nil, nil, nil
-	}
-	// Prune every unit the fit does not need, the latest too: the members
-	// may fit with no victim at all (they failed for a reason evicting
-	// does not mend, such as admission), and then none helps.
-	for i := len(chosen) - 1; i >= 0; i-- {
-		without := append(append([]unit{}, chosen[:i]...), chosen[i+1:]...)
-		p, err := pl.fits(ctx, trial, without)
-		if err != nil {
-			return nil, nil, err
-		}
-		if p != nil {
-			chosen, plan = without, p
-		}
-	}
-	return chosen, plan, nil
-}
-
-// fitTrial is what a trial placement of a gang's needed members checks,
-// whatever victims it is given.
-type fitTrial struct {
-	snap    *queue.Snapshot
-	members []*v1.Pod
-	st      *gang.Status
-	// need is what the members request; ahead is room claimed earlier in
-	// the cycle for other gangs of the queue.
-	need, ahead queue.Vector
-	// nodes, when not nil, are the only nodes the members may go to.
-	nodes sets.Set[string]
-}
-
-// fits places the members with the units' pods taken off their nodes and
-// returns where they go, or nil when they do not all fit. The gang's queue
-// must also be within its ceiling once its own victims (preemption) are
-// gone and the gang is placed.
-func (pl *Plugin) fits(ctx context.Context, t fitTrial, us []unit) (map[types.UID]string, error) {
-	own := t.snap.QueueOf(t.st)
-	ownVictims := queue.Vector{}
-	var removed []placement.PodOnNode
-	for _, u := range us {
-		if u.queue == own {
-			ownVictims.Add(u.usage)
-		}
-		for _, p := range u.pods {
-			removed = append(removed, placement.PodOnNode{Pod: p, Node: p.Spec.NodeName})
-		}
-	}
-	after := t.need.Clone()
-	after.Add(t.ahead)
-	after.Sub(ownVictims)
-	if ok, _ := t.snap.FitsCeiling(own, after); !ok {
-		return nil, nil
-	}
-	plan, msg, err := pl.placer.Place(ctx, placement.Trial{Members: t.members, Removed: removed, Placed: t.st.Placed, MinMember: t.st.Spec.MinMember, Nodes: t.nodes})
-	if err != nil || msg != "" {
-		return nil, err
-	}
-	return plan.Nodes(), nil
-}
-
-// stillOver reports whether after exceeds deserved in a resource the
-// members request.
-func stillOver(after, deserved queue.Vector, members []*v1.Pod) bool {
-	for _, m := range members {
-		for k, n := range queue.FromList(podRequests(m)) {
-			if n > 0 && after[k] > deserved[k] {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // permitted reports whether the gang's namespace may use queue q.
 func permitted(snap *queue.Snapshot, key gang.Key, q string) bool {
