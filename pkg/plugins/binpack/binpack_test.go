@@ -149,23 +149,30 @@ func TestScore(t *testing.T) {
 			if !status.IsSuccess() {
 				t.Fatalf("PreScore: %v", status)
 			}
-			var got fwk.NodeScoreList
-			for _, n := range tt.nodes {
-				nodeInfo, err := snapshot.Get(n.Name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				score, status := p.(fwk.ScorePlugin).Score(ctx, state, tt.pod, nodeInfo)
-				if !status.IsSuccess() {
-					t.Fatalf("Score(%s): %v", n.Name, status)
-				}
-				got = append(got, fwk.NodeScore{Name: n.Name, Score: score})
-			}
+			got := scoreNodes(ctx, t, p.(fwk.ScorePlugin), state, tt.pod, snapshot, tt.nodes)
 			if diff := cmp.Diff(tt.wantScores, got); diff != "" {
 				t.Errorf("scores (-want,+got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// scoreNodes scores the pod on each node, in order, after PreScore.
+func scoreNodes(ctx context.Context, t *testing.T, p fwk.ScorePlugin, state fwk.CycleState, pod *v1.Pod, snapshot *cache.Snapshot, nodes []*v1.Node) fwk.NodeScoreList {
+	t.Helper()
+	var got fwk.NodeScoreList
+	for _, n := range nodes {
+		nodeInfo, err := snapshot.Get(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		score, status := p.Score(ctx, state, pod, nodeInfo)
+		if !status.IsSuccess() {
+			t.Fatalf("Score(%s): %v", n.Name, status)
+		}
+		got = append(got, fwk.NodeScore{Name: n.Name, Score: score})
+	}
+	return got
 }
 
 // TestScoreWithoutPreScore covers profiles that enable Binpack for Score

@@ -176,18 +176,7 @@ func TestScoreDomains(t *testing.T) {
 			if status := p.PreScore(ctx, state, tt.pod, nil); !status.IsSuccess() {
 				t.Fatalf("PreScore: %v", status)
 			}
-			var got fwk.NodeScoreList
-			for _, n := range tt.nodes {
-				nodeInfo, err := snapshot.Get(n.Name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				score, status := p.Score(ctx, state, tt.pod, nodeInfo)
-				if !status.IsSuccess() {
-					t.Fatalf("Score(%s): %v", n.Name, status)
-				}
-				got = append(got, fwk.NodeScore{Name: n.Name, Score: score})
-			}
+			got := scoreNodes(ctx, t, p, state, tt.pod, snapshot, tt.nodes)
 			if diff := cmp.Diff(tt.wantScores, got); diff != "" {
 				t.Errorf("scores (-want,+got):\n%s", diff)
 			}
