@@ -14,7 +14,7 @@ import (
 
 // Reclaim for a gang whose members must share a rack: the victims are all
 // in one rack, the one where the fewest pods go, and nothing is evicted
-// in a rack the gang cannot use.
+// in a rack the gang cannot use but the rest of a gang spread over two.
 
 // podsOn creates n pods of one (a queue, no gang) named <prefix>-<i>,
 // requesting cpu and kept where the node selector says.
@@ -30,18 +30,22 @@ func (e *env) podsOn(queue, prefix string, n int, cpu string, selector map[strin
 }
 
 // TestReclaimWithinOneRack: two racks, r1 and r2, of two 4-cpu nodes each,
-// filled by queue qa above its deserved share with pods of one; qb's gang
-// needs a whole rack (two 4-cpu members, rack required). Reclaim evicts
-// within the rack where the fewest pods go, then the one whose victims
-// come first in reclaim's order (pods of one by name), and nothing in the
-// other rack; the gang binds in the rack it emptied.
+// filled by queue qa above its deserved share; qb's gang needs a whole
+// rack (two 4-cpu members, rack required). Reclaim evicts within the rack
+// where the fewest pods go, then the one whose victims come first in
+// reclaim's order (pods of one by name), and nothing in the other rack
+// unless a gang spread over both must go whole to open one; the gang
+// binds in the rack it emptied.
 func TestReclaimWithinOneRack(t *testing.T) {
 	rack := func(r string) map[string]string { return map[string]string{v1alpha1.LabelRack: r} }
 	host := func(n string) map[string]string { return map[string]string{v1.LabelHostname: n} }
 	tests := []struct {
 		name string
-		// fill creates qa's pods and returns those of r1 and of r2.
-		fill func(e *env) (inR1, inR2 []string)
+		// fill creates qa's pods and returns those reclaim must evict and
+		// those it must keep.
+		fill func(e *env) (evicted, kept []string)
+		// rack is where the gang binds.
+		rack string
 	}{
 		{
 			// r2's pods come first in reclaim's order: taken in order,
@@ -50,6 +54,7 @@ func TestReclaimWithinOneRack(t *testing.T) {
 			fill: func(e *env) ([]string, []string) {
 				return e.podsOn("qa", "z", 2, "4", rack("r1")), e.podsOn("qa", "a", 4, "2", rack("r2"))
 			},
+			rack: "r1",
 		},
 		{
 			// One pod on each node, in reclaim's order r1, r2, r1, r2:
@@ -68,6 +73,22 @@ func TestReclaimWithinOneRack(t *testing.T) {
 				}
 				return inR1, inR2
 			},
+			rack: "r1",
+		},
+		{
+			// Gang x holds r1-0 and r2-0, and z r1-1: no rack opens
+			// without x, which goes whole; r2 then needs nothing else.
+			name: "a gang spread over both racks, whole",
+			fill: func(e *env) ([]string, []string) {
+				x := names("x", 2)
+				for i, n := range []string{"r1-0", "r2-0"} {
+					p := e.member(x[i], "4", map[string]string{v1alpha1.LabelQueue: "qa", v1alpha1.LabelPodGroup: "x", v1alpha1.LabelMinAvailable: "2"})
+					p.Spec.NodeSelector = host(n)
+					e.create(p)
+				}
+				return x, e.podsOn("qa", "z", 1, "4", host("r1-1"))
+			},
+			rack: "r2",
 		},
 	}
 	for _, kind := range queueKinds {
@@ -80,8 +101,8 @@ func TestReclaimWithinOneRack(t *testing.T) {
 				e.queueOf(kind, "qa", v1alpha1.QueueSpec{Weight: 1, Deserved: res("cpu", "2")})
 				e.queueOf(kind, "qb", v1alpha1.QueueSpec{Weight: 1, Deserved: res("cpu", "8")})
 				e.startScheduler(capacityConfigFor(t, kind))
-				inR1, inR2 := tc.fill(e)
-				e.waitBound(append(inR1, inR2...)...)
+				evicted, kept := tc.fill(e)
+				e.waitBound(append(evicted, kept...)...)
 
 				e.podGroup("b", v1alpha1.PodGroupSpec{MinMember: 2, Queue: "qb",
 					Topology: &v1alpha1.TopologySpec{Required: v1alpha1.LabelRack}})
@@ -91,19 +112,19 @@ func TestReclaimWithinOneRack(t *testing.T) {
 				}
 				placed := e.waitBoundWithin(20*time.Second, b...)
 				for _, name := range b {
-					if !strings.HasPrefix(placed[name], "r1-") {
-						t.Errorf("member %s bound to %s; want a node of rack r1", name, placed[name])
+					if !strings.HasPrefix(placed[name], tc.rack+"-") {
+						t.Errorf("member %s bound to %s; want a node of rack %s", name, placed[name], tc.rack)
 					}
 				}
 				e.waitSettled(time.Second)
 				left := e.podNames()
-				if n := missing(left, inR1); n != len(inR1) {
-					t.Errorf("evicted %d of r1's pods %v; want all %d", n, inR1, len(inR1))
+				if n := missing(left, evicted); n != len(evicted) {
+					t.Errorf("evicted %d of %v; want all %d", n, evicted, len(evicted))
 				}
-				if n := missing(left, inR2); n != 0 {
-					t.Errorf("evicted %d of r2's pods %v; want none", n, inR2)
+				if n := missing(left, kept); n != 0 {
+					t.Errorf("evicted %d of %v; want none", n, kept)
 				}
-				e.waitEvent(inR1[0], "Reclaimed", fmt.Sprintf("to give queue qb its deserved share (gang %s/b)", e.ns))
+				e.waitEvent(evicted[0], "Reclaimed", fmt.Sprintf("to give queue qb its deserved share (gang %s/b)", e.ns))
 			})
 		}
 	}

@@ -2,6 +2,7 @@ package queuepolicy
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -288,20 +289,21 @@ func (v reclaimCheck) fits(victims []unit) bool {
 	return room >= int64(v.c.members)
 }
 
-// checkOneRack checks that the victims and the plan are all on one node,
-// the rack the members need.
+// checkOneRack checks that the plan is on one node, the rack the members
+// need, and that every victim has a pod there: a gang spread over both
+// racks goes whole, but nothing is taken only from the other rack.
 func (v reclaimCheck) checkOneRack(victims []unit, plan map[types.UID]string) {
 	nodes := map[string]bool{}
-	for _, u := range victims {
-		for _, p := range u.pods {
-			nodes[p.Spec.NodeName] = true
-		}
-	}
 	for _, n := range plan {
 		nodes[n] = true
 	}
 	if len(nodes) != 1 {
-		v.t.Fatalf("victims %v and plan %v span nodes %v, want one rack", describeUnits(victims), plan, nodes)
+		v.t.Fatalf("plan %v spans nodes %v, want one rack", plan, nodes)
+	}
+	for _, u := range victims {
+		if !slices.ContainsFunc(u.pods, func(p *v1.Pod) bool { return nodes[p.Spec.NodeName] }) {
+			v.t.Fatalf("victim %v has no pod in the plan's rack %v", describeUnits([]unit{u}), nodes)
+		}
 	}
 }
 

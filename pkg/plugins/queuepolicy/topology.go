@@ -32,12 +32,16 @@ func (pl *Plugin) victimsFor(ctx context.Context, snap *queue.Snapshot, inFlight
 // within one domain of the node label key required: in the domain where
 // the fewest pods are evicted, never in domains the gang cannot use. Each
 // domain is tried with its own candidates only (units all of whose pods
-// are on its nodes: a gang spread over domains is not taken whole) and
-// with the trial placement restricted to its nodes; the domain must also
-// hold the gang's members placed before. Between domains, a choice that
-// breaks no disruption budget goes first, then the fewest pods, then the
-// cheapest by the candidates' order (choice.less: never a tie, as no
-// candidate is in two domains).
+// are on its nodes) and with the trial placement restricted to its nodes;
+// the domain must also hold the gang's members placed before. Between
+// domains, a choice that breaks no disruption budget goes first, then the
+// fewest pods, then the cheapest by the candidates' order (choice.less).
+//
+// Only when no domain opens so is a unit spread over domains (a whole gang
+// that straddles them) offered in each domain it touches: its pods
+// elsewhere go too, as a gang goes whole, and count among the victims.
+// Without this a gang that requires a domain would wait for as long as
+// spread gangs hold the room its queue deserves.
 //
 // Cost: a domain is tried only when its free room plus the requests of
 // all its candidates covers what the members request (placement.Domains
@@ -46,10 +50,13 @@ func (pl *Plugin) victimsFor(ctx context.Context, snap *queue.Snapshot, inFlight
 // their largest candidates' pods that cover what their free room lacks),
 // then of their first candidate, and one that cannot beat the best choice
 // so far on these bounds is skipped: where racks are alike, the first
-// one's choice rules most others out. A candidate belongs to one domain at most, so the greedy trials
-// of all domains together number no more than the candidates, as without
-// topology, plus the pruning trials of each domain's choice; each trial
-// filters only the domain's nodes. A domain whose free room alone covers
+// one's choice rules most others out. In the first pass a candidate
+// belongs to one domain at most, so the greedy trials of all domains
+// together number no more than the candidates, as without topology, plus
+// the pruning trials of each domain's choice; the second pass, run only
+// when the first finds nothing and some unit is spread, tries each spread
+// unit once more in each domain it touches. Each trial filters only the
+// domain's nodes. A domain whose free room alone covers
 // the members gets one trial without victims first: when the members fit
 // there, no eviction helps (they failed for another reason), and nothing
 // is evicted.
@@ -67,40 +74,55 @@ func (pl *Plugin) chooseInDomain(ctx context.Context, snap *queue.Snapshot, inFl
 	if fits, err := pl.fitsInADomain(ctx, trial, nodes, required, amounts, anchors); fits || err != nil {
 		return nil, nil, err // it fits without victims: none helps
 	}
-	var best *choice
-	tries := domainsToTry(nodes, units, required, amounts, anchors)
+	for _, spread := range []bool{false, true} {
+		tries, spreadUnits := domainsToTry(nodes, members, units, required, amounts, anchors, spread)
+		if spread && !spreadUnits {
+			break // the second pass would try the first's candidates again
+		}
+		best, fits, err := pl.bestDomain(ctx, snap, inFlight, members, st, need, ahead, tries)
+		if err != nil || fits {
+			return nil, nil, err // it fits without victims: none helps
+		}
+		if best != nil {
+			klog.FromContext(ctx).V(3).Info("Reclaim chose a topology domain", "gang", st.Key, "key", required, "domain", best.domain,
+				"victims", best.pods, "domains", len(tries), "spreadGangs", spread)
+			return best.victims, best.plan, nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// bestDomain tries the domains in order and returns the best choice, nil
+// when none opens a domain; fits reports that the members fit in one
+// without victims.
+func (pl *Plugin) bestDomain(ctx context.Context, snap *queue.Snapshot, inFlight flight, members []*v1.Pod, st *gang.Status, need, ahead queue.Vector, tries []domainTry) (best *choice, fits bool, err error) {
 	for _, tr := range tries {
 		if best != nil && !best.guarded && (tr.fewest > best.pods || tr.fewest == best.pods && tr.first > best.ranks[0]) {
 			continue // cannot need fewer pods, nor cheaper ones
 		}
 		victims, plan, err := pl.pickVictims(ctx, snap, inFlight, members, tr.units, st, need, ahead, tr.nodes)
 		if err != nil {
-			return nil, nil, err
+			return nil, false, err
 		}
 		if plan == nil {
 			continue
 		}
 		if len(victims) == 0 {
-			return nil, nil, nil // it fits without victims: none helps
+			return nil, true, nil
 		}
 		c := newChoice(tr.name, victims, plan, tr.ranks)
 		if best == nil || c.less(best) {
 			best = c
 		}
 	}
-	if best == nil {
-		return nil, nil, nil
-	}
-	klog.FromContext(ctx).V(3).Info("Reclaim chose a topology domain", "gang", st.Key, "key", required, "domain", best.domain,
-		"victims", best.pods, "domains", len(tries))
-	return best.victims, best.plan, nil
+	return best, false, nil
 }
 
 // fitsInADomain reports whether the members fit, with no victim, in a
 // domain of key that holds every anchor, trying only the domains whose
 // free room alone covers them.
 func (pl *Plugin) fitsInADomain(ctx context.Context, t fitTrial, nodes []fwk.NodeInfo, key string, need placement.Amounts, anchors sets.Set[string]) (bool, error) {
-	roomy, _ := placement.Rank(placement.Domains(nodes, key, key, need, nil), need, key)
+	roomy, _ := placement.Rank(placement.Domains(nodes, key, key, t.members, need, nil), need, key)
 	for _, d := range roomy {
 		if !d.Nodes.IsSuperset(anchors) {
 			continue
@@ -129,8 +151,10 @@ type domainTry struct {
 
 // domainsToTry lists the domains of key that hold every anchor and whose
 // free room plus all their candidates' requests covers need, fewest pods
-// first, then first candidate first.
-func domainsToTry(nodes []fwk.NodeInfo, units []unit, key string, need placement.Amounts, anchors sets.Set[string]) []domainTry {
+// first, then first candidate first. A domain's candidates are the units
+// all of whose pods are on its nodes and, with spread, the units with some
+// pod there; spreadUnits reports whether any unit is spread over domains.
+func domainsToTry(nodes []fwk.NodeInfo, members []*v1.Pod, units []unit, key string, need placement.Amounts, anchors sets.Set[string], spread bool) (tries []domainTry, spreadUnits bool) {
 	domainOf := make(map[string]string, len(nodes))
 	for _, n := range nodes {
 		if v, ok := n.Node().Labels[key]; ok {
@@ -141,17 +165,25 @@ func domainsToTry(nodes []fwk.NodeInfo, units []unit, key string, need placement
 	var removable []placement.PodOnNode
 	seen := sets.New[types.UID]()
 	for i, u := range units {
-		name, ok := domainOfUnit(u, domainOf)
-		if !ok {
+		names := domainsOfUnit(u, domainOf)
+		if len(names) > 1 {
+			spreadUnits = true
+			if !spread {
+				continue
+			}
+		}
+		for _, name := range names {
+			tr := byDomain[name]
+			if tr == nil {
+				tr = &domainTry{name: name, ranks: map[unitID]int{}, first: i}
+				byDomain[name] = tr
+			}
+			tr.units = append(tr.units, u)
+			tr.ranks[idOf(u)] = i
+		}
+		if len(names) == 0 {
 			continue
 		}
-		tr := byDomain[name]
-		if tr == nil {
-			tr = &domainTry{name: name, ranks: map[unitID]int{}, first: i}
-			byDomain[name] = tr
-		}
-		tr.units = append(tr.units, u)
-		tr.ranks[idOf(u)] = i
 		for _, p := range u.pods {
 			if !seen.Has(p.UID) {
 				seen.Insert(p.UID)
@@ -159,8 +191,7 @@ func domainsToTry(nodes []fwk.NodeInfo, units []unit, key string, need placement
 			}
 		}
 	}
-	possible, _ := placement.Rank(placement.Domains(nodes, key, key, need, removable), need, key)
-	var out []domainTry
+	possible, _ := placement.Rank(placement.Domains(nodes, key, key, members, need, removable), need, key)
 	for _, d := range possible {
 		tr := byDomain[d.Name]
 		if tr == nil || !d.Nodes.IsSuperset(anchors) {
@@ -168,12 +199,12 @@ func domainsToTry(nodes []fwk.NodeInfo, units []unit, key string, need placement
 		}
 		tr.nodes = d.Nodes
 		tr.fewest = fewestPods(lacking(nodes, d.Nodes, need), tr.units)
-		out = append(out, *tr)
+		tries = append(tries, *tr)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		return out[i].fewest < out[j].fewest || out[i].fewest == out[j].fewest && out[i].first < out[j].first
+	sort.SliceStable(tries, func(i, j int) bool {
+		return tries[i].fewest < tries[j].fewest || tries[i].fewest == tries[j].fewest && tries[i].first < tries[j].first
 	})
-	return out
+	return tries, spreadUnits
 }
 
 // lacking is what the domain's free room lacks to cover need.
@@ -229,17 +260,20 @@ func fewestPods(short placement.Amounts, units []unit) int {
 	return fewest
 }
 
-// domainOfUnit is the domain holding every pod of the unit.
-func domainOfUnit(u unit, domainOf map[string]string) (string, bool) {
-	var d string
-	for i, p := range u.pods {
+// domainsOfUnit are the domains holding the unit's pods, in the order of
+// its pods; none when a pod is on a node of no domain.
+func domainsOfUnit(u unit, domainOf map[string]string) []string {
+	var out []string
+	for _, p := range u.pods {
 		v, ok := domainOf[p.Spec.NodeName]
-		if !ok || i > 0 && v != d {
-			return "", false
+		if !ok {
+			return nil
 		}
-		d = v
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
 	}
-	return d, len(u.pods) > 0
+	return out
 }
 
 // unitID names a unit among a cycle's candidates: a gang's whole unit, or
@@ -281,6 +315,7 @@ func newChoice(domain string, victims []unit, plan map[types.UID]string, ranks m
 // disruption budget (they are taken only when nothing else lets the gang
 // fit), then fewer pods, then the victims latest in the candidates' order
 // earlier (the least preferred victim of c is preferred to o's, and so on).
+// Two domains tie only on the same spread victims: the first tried stays.
 func (c *choice) less(o *choice) bool {
 	if c.guarded != o.guarded {
 		return !c.guarded

@@ -1,6 +1,7 @@
 package queuepolicy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -110,12 +111,27 @@ func TestVictimsByDomain(t *testing.T) {
 			wantPlan:  map[string]string{"p-0": "n3", "p-1": "n4"},
 		},
 		{
-			name:  "a gang spread over both racks is not taken whole",
+			name:  "a gang spread over both racks, taken whole when no rack opens without it",
 			nodes: racks,
-			// Evicting x frees a node in each rack: the gang fits in neither.
+			// x frees n1 in r1 and n3 in r2; r2 then fits, r1 needs a2 too.
 			pods:      podsOf(testGang{name: "x", queue: "a", minMember: 2, cpu: "4"}.pods("n1", "n3"), one("a2", "4", "n2")),
 			preemptor: wholeRack,
 			members:   2,
+			want:      []string{"reclaim whole ns/x [x-1 x-0] cpu=8"},
+			wantPlan:  map[string]string{"p-0": "n3", "p-1": "n4"},
+		},
+		{
+			name: "a rack of pods of its own before a gang spread over two, though it takes more pods",
+			nodes: append(slices.Clone(racks[:2]), inRack(node("n3", "4"), "r2"), inRack(node("n4", "4"), "r2"),
+				inRack(node("n5", "4"), "r3"), inRack(node("n6", "4"), "r3")),
+			// x spans r1 and r2, whose other nodes are free: evicting x
+			// alone would open either. r3 needs three pods gone.
+			pods: podsOf(testGang{name: "x", queue: "a", minMember: 2, cpu: "4"}.pods("n1", "n3"),
+				one("a5", "4", "n5"), one("a6", "2", "n6"), one("a7", "2", "n6"), one("y2", "4", "n2"), one("y4", "4", "n4")),
+			preemptor: wholeRack,
+			members:   2,
+			want:      []string{"reclaim whole ns/a5 [a5-0] cpu=4", "reclaim whole ns/a6 [a6-0] cpu=2", "reclaim whole ns/a7 [a7-0] cpu=2"},
+			wantPlan:  map[string]string{"p-0": "n5", "p-1": "n6"},
 		},
 		{
 			name:  "a member of a spread gang above its minimum, within the rack",
