@@ -46,8 +46,11 @@ func Need(pods []*v1.Pod) Amounts {
 // Domains groups the nodes by their values of key and required (""
 // for none); a node without the labels is in no domain. The free room of
 // each is counted for the resources need names, with removed taken off
-// their nodes; a cordoned node's room is not counted.
-func Domains(nodes []fwk.NodeInfo, key, required string, need Amounts, removed []PodOnNode) []Domain {
+// their nodes. The room of a node no member can take (cordoned, tainted
+// against them, outside their required node affinity) is not counted;
+// the node stays in its domain, where members placed before may be.
+func Domains(nodes []fwk.NodeInfo, key, required string, members []*v1.Pod, need Amounts, removed []PodOnNode) []Domain {
+	takers := takersOf(members)
 	freed := map[string]Amounts{}
 	for _, r := range removed {
 		a := freed[r.Node]
@@ -82,7 +85,7 @@ func Domains(nodes []fwk.NodeInfo, key, required string, need Amounts, removed [
 			names = append(names, name)
 		}
 		d.Nodes.Insert(node.Name)
-		if node.Spec.Unschedulable {
+		if !takers.take(node) {
 			continue
 		}
 		alloc, used := n.GetAllocatable(), n.GetRequested()
@@ -234,7 +237,7 @@ func (pl *Placer) PlaceInDomains(ctx context.Context, t Trial, keys []string, re
 	need := Advertised(Need(t.Members), nodes)
 	var why string
 	for _, key := range keys {
-		domains := Domains(nodes, key, required, need, t.Removed)
+		domains := Domains(nodes, key, required, t.Members, need, t.Removed)
 		held := domains[:0]
 		for _, d := range domains {
 			if d.Nodes.IsSuperset(anchors) {

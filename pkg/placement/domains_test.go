@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -79,7 +80,7 @@ func TestDomainsAndRank(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fit, why := Rank(Domains(nodes, tt.key, tt.required, tt.need, nil), tt.need, tt.key)
+			fit, why := Rank(Domains(nodes, tt.key, tt.required, nil, tt.need, nil), tt.need, tt.key)
 			if diff := cmp.Diff(tt.wantFit, names(fit)); diff != "" {
 				t.Errorf("domains that fit (-want +got):\n%s", diff)
 			}
@@ -93,19 +94,69 @@ func TestDomainsAndRank(t *testing.T) {
 	}
 }
 
+// TestDomainsCountTakers: the room of nodes no member can take (tainted
+// against them, outside their node selector) is not counted, and such a
+// node stays in its domain.
+func TestDomainsCountTakers(t *testing.T) {
+	rack := func(r string) map[string]string { return map[string]string{rackKey: r, "pool": "gpu"} }
+	tainted := rackNode("r1-0", rack("r1"))
+	tainted.Node().Spec.Taints = []v1.Taint{{Key: "team", Value: "x", Effect: v1.TaintEffectNoSchedule}}
+	preferNot := rackNode("r1-1", rack("r1"))
+	preferNot.Node().Spec.Taints = []v1.Taint{{Key: "team", Value: "x", Effect: v1.TaintEffectPreferNoSchedule}}
+	otherPool := rackNode("r2-0", map[string]string{rackKey: "r2", "pool": "cpu"})
+	nodes := []fwk.NodeInfo{tainted, preferNot, otherPool, rackNode("r2-1", rack("r2"))}
+	plain := gpuPod("m", "4")
+	selective := gpuPod("s", "4")
+	selective.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+	tolerant := gpuPod("t", "4")
+	tolerant.Spec.Tolerations = []v1.Toleration{{Key: "team", Operator: v1.TolerationOpEqual, Value: "x", Effect: v1.TaintEffectNoSchedule}}
+	need := Amounts{gpu: 16}
+	tests := []struct {
+		name    string
+		members []*v1.Pod
+		wantFit []string
+		wantWhy string
+	}{
+		{name: "no members: every schedulable node", wantFit: []string{"r1", "r2"}},
+		{name: "a taint the members do not tolerate", members: []*v1.Pod{plain, plain},
+			wantFit: []string{"r2"}},
+		{name: "a node selector", members: []*v1.Pod{selective, selective},
+			wantWhy: "needs 16 nvidia.com/gpu in one topology.muster.dev/rack; the best (r1) has 8 nvidia.com/gpu free"},
+		{name: "one member tolerates it", members: []*v1.Pod{plain, tolerant},
+			wantFit: []string{"r1", "r2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			domains := Domains(nodes, rackKey, "", tt.members, need, nil)
+			for _, d := range domains {
+				if d.Nodes.Len() != 2 {
+					t.Errorf("domain %s has nodes %v, want 2", d.Name, sets.List(d.Nodes))
+				}
+			}
+			fit, why := Rank(domains, need, rackKey)
+			if diff := cmp.Diff(tt.wantFit, names(fit)); diff != "" {
+				t.Errorf("domains that fit (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantWhy, why); diff != "" {
+				t.Errorf("why (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestDomainsCountRemoved: the room of victims taken off their nodes is
 // free in their domain.
 func TestDomainsCountRemoved(t *testing.T) {
 	victim := gpuPod("v", "8")
 	nodes := []fwk.NodeInfo{rackNode("r1-0", map[string]string{rackKey: "r1"}, victim)}
 	need := Amounts{gpu: 8}
-	if fit, why := Rank(Domains(nodes, rackKey, "", need, nil), need, rackKey); len(fit) != 0 {
+	if fit, why := Rank(Domains(nodes, rackKey, "", nil, need, nil), need, rackKey); len(fit) != 0 {
 		t.Fatalf("a full rack fits: %v", names(fit))
 	} else if want := "needs 8 nvidia.com/gpu in one topology.muster.dev/rack; the best (r1) has 0 nvidia.com/gpu free"; why != want {
 		t.Errorf("why = %q, want %q", why, want)
 	}
 	removed := []PodOnNode{{Pod: victim, Node: "r1-0"}}
-	if fit, _ := Rank(Domains(nodes, rackKey, "", need, removed), need, rackKey); len(fit) != 1 {
+	if fit, _ := Rank(Domains(nodes, rackKey, "", nil, need, removed), need, rackKey); len(fit) != 1 {
 		t.Errorf("the rack does not fit with its victim removed")
 	}
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	"github.com/muster-sched/muster/pkg/placement"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
 
@@ -217,5 +219,25 @@ func TestTopologyElastic(t *testing.T) {
 	bound = e.bound()
 	if got := racksOf(bound, placed); len(bound) != 2 || len(got) != 1 || got[0] == "spare" {
 		t.Fatalf("members bound %v, in racks %v; want two, in one rack", bound, got)
+	}
+}
+
+// TestTopologyTaintedRacks: racks whose nodes the gang does not tolerate
+// count no room, so they neither rank first nor use up the domains a
+// placement tries. Nine such racks are each tighter for the gang than the
+// one rack it may use; were they counted, the eight tried would all fail.
+func TestTopologyTaintedRacks(t *testing.T) {
+	e := newEnv(t)
+	for i := 1; i <= placement.MaxDomainTries+1; i++ {
+		rack := fmt.Sprintf("t%d", i)
+		e.nodes(rack, 2, simulator.NodeShape{CPU: "4", Memory: "16Gi",
+			Labels: map[string]string{v1alpha1.LabelRack: rack},
+			Taints: []v1.Taint{{Key: "team", Value: "other", Effect: v1.TaintEffectNoSchedule}}})
+	}
+	e.nodes("ok", 3, simulator.NodeShape{CPU: "4", Memory: "16Gi", Labels: map[string]string{v1alpha1.LabelRack: "ok"}})
+	e.startScheduler(gangConfig(t))
+	g := e.topologyGang(musterKind, "g", 2, v1alpha1.TopologySpec{Required: v1alpha1.LabelRack}).members(2, "3")
+	if got := racksOf(e.waitBound(g...), g); len(got) != 1 || got[0] != "ok" {
+		t.Fatalf("gang g is in racks %v, want ok", got)
 	}
 }
