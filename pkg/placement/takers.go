@@ -16,8 +16,14 @@ import (
 // required node affinity and node selector. Members of one gang mostly
 // share these, so each distinct set is checked once per node.
 type takers struct {
-	kinds       []*v1.Pod // one member per distinct set of constraints
-	comparisons bool      // taint tolerations with Gt and Lt
+	kinds       []taker // one per distinct set of constraints
+	comparisons bool    // taint tolerations with Gt and Lt
+}
+
+// taker is a member and its parsed required node affinity.
+type taker struct {
+	pod      *v1.Pod
+	affinity nodeaffinity.RequiredNodeAffinity
 }
 
 // takersOf groups the members by their tolerations, node selector and
@@ -27,13 +33,13 @@ func takersOf(members []*v1.Pod) takers {
 	for _, m := range members {
 		same := false
 		for _, k := range t.kinds {
-			if sameConstraints(k, m) {
+			if sameConstraints(k.pod, m) {
 				same = true
 				break
 			}
 		}
 		if !same {
-			t.kinds = append(t.kinds, m)
+			t.kinds = append(t.kinds, taker{pod: m, affinity: nodeaffinity.GetRequiredNodeAffinity(m)})
 		}
 	}
 	return t
@@ -61,13 +67,13 @@ func (t takers) take(node *v1.Node) bool {
 	if len(t.kinds) == 0 {
 		return true
 	}
-	for _, p := range t.kinds {
-		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, p.Spec.Tolerations, doNotSchedule, t.comparisons); untolerated {
+	for _, k := range t.kinds {
+		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, k.pod.Spec.Tolerations, doNotSchedule, t.comparisons); untolerated {
 			continue
 		}
 		// A selector that does not parse is left to the trial placement,
 		// whose NodeAffinity filter reports it.
-		if ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(node); ok || err != nil {
+		if ok, err := k.affinity.Match(node); ok || err != nil {
 			return true
 		}
 	}
