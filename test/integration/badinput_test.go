@@ -255,13 +255,16 @@ func queueRows() []badInput {
 				r.running = append(r.running, r.gang("old", "bi-shut", 2, 2, "1", nil)...)
 				r.bindsWithin(10*time.Second, r.running...)
 				r.setQueueState("bi-shut", v1alpha1.QueueClosed)
+				// The status is written from the scheduler's own queue
+				// state: once it reads Closing, the scheduler has seen the
+				// closure, and a gang created after it must not start.
+				r.waitQueueWithin("bi-shut", "Closing, one gang running", func(s *v1alpha1.QueueStatus) bool {
+					return s.State == v1alpha1.QueueClosing && s.Running == 1
+				})
 				r.pods = r.gang("new", "bi-shut", 2, 2, "1", nil)
 			},
 			then: func(r *badRow) {
 				r.waitCondition("new", "Unschedulable", "^queue bi-shut is closed$")
-				r.waitQueueWithin("bi-shut", "Closing, one gang running", func(s *v1alpha1.QueueStatus) bool {
-					return s.State == v1alpha1.QueueClosing && s.Running == 1
-				})
 				r.staysUnbound(time.Second, r.pods...)
 			},
 		},
