@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/muster-sched/muster/pkg/gang"
 	"github.com/muster-sched/muster/pkg/queue"
 )
 
@@ -31,7 +32,9 @@ const wakeInterval = 50 * time.Millisecond
 // Under Proportion it also retries them when room no queue claims appears
 // (queue.Snapshot.Unclaimed grew: a queue filled its share, say), which
 // the queue that waits may borrow; the scheduling queue has no event for
-// that.
+// that. Nor has it for the deserved shares moving (another queue asks for
+// less, say): the gangs reclaim found no victims for on the shares before
+// are retried then (queue.State.Redivided).
 func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
 	logger := klog.FromContext(ctx)
 	var unclaimed queue.Vector
@@ -50,6 +53,9 @@ func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
 		case <-changed:
 			now := s.Refresh().Unclaimed()
 			wake, unclaimed = now.Grew(unclaimed), now
+		case <-s.Redivided():
+			wake = false
+			b.activateGangs(logger, s.TakeRedivided())
 		}
 		if wake {
 			b.activateQueueWaiters(logger, all)
@@ -74,6 +80,22 @@ func (b *Batch) activateQueueWaiters(logger klog.Logger, all bool) {
 		pods[p.Namespace+"/"+p.Name] = p
 	}
 	logger.V(4).Info("Queue accounting may have room: retrying the gangs that wait for their queue", "gangs", len(pods))
+	b.handle.Activate(logger, pods)
+}
+
+// activateGangs moves the first pending member of each gang to the
+// scheduling queue's active queue: trying it tries the gang's reclaim.
+func (b *Batch) activateGangs(logger klog.Logger, keys []gang.Key) {
+	pods := make(map[string]*v1.Pod, len(keys))
+	for _, key := range keys {
+		if pending := b.Gangs.PendingMembers(key); len(pending) > 0 {
+			pods[pending[0].Namespace+"/"+pending[0].Name] = pending[0]
+		}
+	}
+	if len(pods) == 0 {
+		return
+	}
+	logger.V(4).Info("Deserved shares moved: retrying the gangs reclaim found no victims for", "gangs", len(pods))
 	b.handle.Activate(logger, pods)
 }
 

@@ -85,6 +85,20 @@ func (d *division) matches(total Vector, queues []*v1alpha1.Queue, usage map[str
 	return true
 }
 
+// sameDeserved reports whether d gives every queue the deserved share o
+// gives it (o nil: no division before).
+func (d *division) sameDeserved(o *division) bool {
+	if o == nil || len(d.figs) != len(o.figs) {
+		return false
+	}
+	for name, f := range d.figs {
+		if g := o.figs[name]; g == nil || !f.Deserved.Equal(g.Deserved) {
+			return false
+		}
+	}
+	return true
+}
+
 // heldBy is what a queue holds: allocated + inqueue.
 func heldBy(u Usage) Vector {
 	h := u.Allocated.Clone()

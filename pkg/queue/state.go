@@ -33,8 +33,9 @@ type State struct {
 	cluster    *cluster
 	// freed receives, coalesced, when the accounting may have room for a
 	// gang it refused (see Freed); changed when a gang's usage changed (see
-	// Changed); queuesChanged when a Queue did (see QueuesChanged).
-	freed, changed, queuesChanged chan struct{}
+	// Changed); queuesChanged when a Queue did (see QueuesChanged);
+	// redivided when a gang reclaim did not help may now (see Redivided).
+	freed, changed, queuesChanged, redivided chan struct{}
 
 	mu sync.Mutex
 	// admitted holds the gangs admitted by their queue that have no member
@@ -44,6 +45,11 @@ type State struct {
 	// cannot be placed, even by reclaim, until they are tried again: they
 	// claim no room under their queue's share (see Snapshot.Lends).
 	blocked map[gang.Key]bool
+	// unhelped holds the gangs reclaim found no victims for, until they
+	// are tried again, with the shares (divided) it judged them by.
+	unhelped map[gang.Key]uint64
+	// divided counts the divisions that moved some queue's deserved share.
+	divided uint64
 	// dirty holds the gangs changed since the last refresh.
 	dirty map[gang.Key]bool
 	// contrib is each gang's last computed contribution; usage their sums
@@ -77,14 +83,6 @@ type State struct {
 	totalGeneration uint64
 }
 
-// contribution is what one gang adds to its queue's usage.
-type contribution struct {
-	queue              string
-	allocated, request Vector
-	inqueue, elastic   Vector
-	reserved           Vector // of inqueue
-}
-
 // Snapshot is every queue's figures at one moment. Gang figures are read
 // live through Gang.
 type Snapshot struct {
@@ -105,7 +103,9 @@ type Snapshot struct {
 	// version is the State's when the snapshot was made; lending is
 	// computed on first use (see Lends), or reused from a snapshot of the
 	// same version.
-	version     uint64
+	version uint64
+	// divided is the State's divided when the snapshot was made.
+	divided     uint64
 	lendingOnce sync.Once
 	lending     *lending
 }
@@ -150,14 +150,14 @@ func (snap *Snapshot) RangeGangs(f func(gang.Key, *GangFigures) bool) {
 // the scheduler's node informer; it takes the scheduler's pods from the
 // gang state (AddPodHandler).
 func NewState(policy Policy, overcommit float64, gangs *gang.Manager, queues musterlisters.QueueLister, schedulerInformers informers.SharedInformerFactory) (*State, error) {
-	freed, changed, queuesChanged := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
+	freed, changed, queuesChanged, redivided := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
 	c, err := newCluster(schedulerInformers, gangs, func() { signal(freed) })
 	if err != nil {
 		return nil, err
 	}
 	s := &State{
-		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, freed: freed, changed: changed, queuesChanged: queuesChanged,
-		admitted: map[gang.Key]bool{}, blocked: map[gang.Key]bool{}, dirty: map[gang.Key]bool{},
+		policy: policy, overcommit: overcommit, gangs: gangs, queues: queues, cluster: c, freed: freed, changed: changed, queuesChanged: queuesChanged, redivided: redivided,
+		admitted: map[gang.Key]bool{}, blocked: map[gang.Key]bool{}, unhelped: map[gang.Key]uint64{}, dirty: map[gang.Key]bool{},
 		contrib: map[gang.Key]contribution{}, usage: map[string]Usage{}, moved: map[string]bool{},
 	}
 	if err := s.watchNamespaces(schedulerInformers); err != nil {
@@ -303,11 +303,18 @@ func (s *State) Refresh() *Snapshot {
 	if s.division.matches(snap.Total, queues, s.usage) {
 		snap.Queues = s.division.figures(s.usage, s.moved)
 	} else {
-		s.division = newDivision(s.policy, snap.Total, queues, s.usage)
-		snap.Queues = s.division.figs
+		d := newDivision(s.policy, snap.Total, queues, s.usage)
+		if !d.sameDeserved(s.division) {
+			s.divided++
+			if len(s.unhelped) > 0 {
+				signal(s.redivided)
+			}
+		}
+		s.division = d
+		snap.Queues = d.figs
 		s.version++
 	}
-	snap.version = s.version
+	snap.version, snap.divided = s.version, s.divided
 	clear(s.moved)
 	for _, f := range snap.Queues {
 		if !f.shareKnown {
@@ -330,6 +337,7 @@ func (s *State) refreshGang(key gang.Key) {
 		}
 		delete(s.admitted, key)
 		delete(s.blocked, key)
+		delete(s.unhelped, key)
 		delete(s.rehomed, key)
 		s.figures.Delete(key)
 		s.version++
@@ -372,68 +380,6 @@ func (s *State) refreshGang(key gang.Key) {
 	s.version++
 }
 
-// contributionOf is what the gang adds to its queue q, given its figures.
-func contributionOf(st *gang.Status, q string, g *GangFigures) contribution {
-	c := contribution{queue: q, allocated: g.Allocated, request: g.Allocated}
-	if len(st.Pending) > 0 {
-		// Contributions are read only once made; Allocated is g's.
-		c.request = g.Allocated.Clone()
-		c.request.addList(st.Pending)
-	}
-	if g.Admitted && !st.Started() && st.Invalid == "" && st.Live > st.Placed {
-		// The rest of its minimum, while it has members to place: a gang
-		// with none (they were deleted) holds nothing for them.
-		c.inqueue = positive(g.MinResources, g.Allocated)
-	}
-	if r := Reserved(st); r != nil {
-		c.inqueue, c.reserved = r, r
-	}
-	if st.Started() {
-		c.elastic = positive(g.Allocated, g.MinResources)
-	}
-	return c
-}
-
-// Reserved is what the queue of an enqueued gang (gang.Status.Enqueued)
-// holds for the members still to come, as Volcano's enqueue reserves it:
-// the minResources its PodGroup gives, less what it has placed, until
-// minMember members exist. Then the gang is admitted as any other, for
-// one placement attempt at a time, and holds nothing between them. nil
-// when nothing is held.
-func Reserved(st *gang.Status) Vector {
-	if !st.Enqueued || st.Live >= st.Spec.MinMember || st.Started() {
-		return nil
-	}
-	return positive(FromList(st.Spec.MinResources), FromList(st.Allocated))
-}
-
-func (c contribution) equal(o contribution) bool {
-	return c.queue == o.queue && c.allocated.Equal(o.allocated) && c.request.Equal(o.request) &&
-		c.inqueue.Equal(o.inqueue) && c.elastic.Equal(o.elastic) && c.reserved.Equal(o.reserved)
-}
-
-// apply adds (sign 1) or removes (sign −1) a contribution. s.mu held.
-func (s *State) apply(c contribution, sign int64) {
-	u := s.usage[c.queue]
-	if u.Allocated == nil {
-		u = Usage{Allocated: Vector{}, Request: Vector{}, Inqueue: Vector{}, Elastic: Vector{}, Reserved: Vector{}}
-	}
-	addScaled(u.Allocated, c.allocated, sign)
-	addScaled(u.Request, c.request, sign)
-	addScaled(u.Inqueue, c.inqueue, sign)
-	addScaled(u.Elastic, c.elastic, sign)
-	addScaled(u.Reserved, c.reserved, sign)
-	s.usage[c.queue] = u
-	s.moved[c.queue] = true
-	s.version++
-}
-
-func addScaled(sum, v Vector, sign int64) {
-	for k, n := range v {
-		sum[k] += sign * n
-	}
-}
-
 // specsOf reads the listed queues, with the default queue even before its
 // object exists.
 func specsOf(list []*v1alpha1.Queue) []Spec {
@@ -447,21 +393,6 @@ func specsOf(list []*v1alpha1.Queue) []Spec {
 		specs = append(specs, Spec{Name: v1alpha1.DefaultQueue, Weight: 1, Reclaimable: true})
 	}
 	return specs
-}
-
-// positive returns max(0, a − b) per dimension of a; nil when that is 0
-// in every one.
-func positive(a, b Vector) Vector {
-	var out Vector
-	for k, n := range a {
-		if d := n - b[k]; d > 0 {
-			if out == nil {
-				out = Vector{}
-			}
-			out[k] = d
-		}
-	}
-	return out
 }
 
 // WaitForNodes waits, bounded by ctx, until the accounting took in every

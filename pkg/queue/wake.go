@@ -78,11 +78,48 @@ func (s *State) updateFigures(key gang.Key, f func(*GangFigures)) {
 	}
 }
 
+// NoVictims records that reclaim found no victims for the gang on snap's
+// deserved shares. Shares move with what every queue asks for, which no
+// event the gang's members wait on reports: until it is tried again, the
+// gang is retried whenever they move (Redivided), and at once if they
+// moved since snap.
+func (s *State) NoVictims(key gang.Key, snap *Snapshot) {
+	s.mu.Lock()
+	s.unhelped[key] = snap.divided
+	moved := s.divided != snap.divided
+	s.mu.Unlock()
+	if moved {
+		signal(s.redivided)
+	}
+}
+
+// Redivided receives, coalesced, when the deserved shares moved since
+// reclaim found no victims for some gang (NoVictims): TakeRedivided
+// returns those gangs.
+func (s *State) Redivided() <-chan struct{} { return s.redivided }
+
+// TakeRedivided returns the gangs reclaim found no victims for on shares
+// that have moved since, and forgets them.
+func (s *State) TakeRedivided() []gang.Key {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []gang.Key
+	for key, divided := range s.unhelped {
+		if divided != s.divided {
+			out = append(out, key)
+			delete(s.unhelped, key)
+		}
+	}
+	return out
+}
+
 // Retry records that the gang is being tried again and its queue admits
-// it: it claims its room under its queue's share again.
+// it: it claims its room under its queue's share again, and what reclaim
+// found for it last (NoVictims) is forgotten.
 func (s *State) Retry(key gang.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.unhelped, key)
 	if !s.blocked[key] {
 		return
 	}

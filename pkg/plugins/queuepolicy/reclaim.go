@@ -160,8 +160,10 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 // its queue (victims evicted for another of its gangs still terminating)
 // and the nodes' free room (allocatable less every bound pod, terminating
 // ones included) would not cover what it needs: then it waits for that
-// room, which is its share.
+// room, which is its share. It is tried again when the deserved shares
+// move (queue.State.NoVictims).
 func (pl *Plugin) giveUp(key gang.Key, q string, need queue.Vector, snap *queue.Snapshot) {
+	pl.state.NoVictims(key, snap)
 	pl.state.Release(key)
 	free := snap.Allocatable.Clone()
 	free.Sub(snap.Used)
