@@ -165,3 +165,39 @@ func TestReclaimBeyondExtras(t *testing.T) {
 		})
 	}
 }
+
+// TestReclaimByNode: queue qa's 16 one-cpu pods fill two nodes of 8 cpu,
+// placed so that the eight reclaim prefers (the first by name) are five on
+// n-0 and three on n-1. Queue qb's gang of four two-cpu members deserves 8
+// cpu and may take eight pods: taken in that order, they leave room for
+// three members; taken node by node, for all four.
+func TestReclaimByNode(t *testing.T) {
+	e := newEnv(t)
+	e.nodes("n", 2, simulator.NodeShape{CPU: "8", Memory: "32Gi"})
+	e.queue("qa", v1alpha1.QueueSpec{Weight: 1})
+	e.queue("qb", v1alpha1.QueueSpec{Weight: 1})
+	onN0 := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 8: true, 9: true, 10: true}
+	var a []string
+	for i := range 16 {
+		p := e.member(fmt.Sprintf("a%02d", i), "1", map[string]string{v1alpha1.LabelQueue: "qa"})
+		p.Spec.NodeName = "n-1"
+		if onN0[i] {
+			p.Spec.NodeName = "n-0"
+		}
+		e.create(p)
+		a = append(a, p.Name)
+	}
+	e.startScheduler(gangConfig(t))
+	e.waitAllocated(musterQueue, "qa", "16")
+
+	b := e.gangOf("b", "qb", 4, 4, "2", nil)
+	placed := e.waitBoundWithin(10*time.Second, b...)
+	if evicted := missing(e.podNames(), a); evicted != 8 {
+		t.Errorf("evicted %d pods of qa, want the 8 above its deserved share", evicted)
+	}
+	for _, name := range b {
+		if placed[name] != "n-0" {
+			t.Errorf("member %s placed on %s, want all four on n-0, emptied", name, placed[name])
+		}
+	}
+}

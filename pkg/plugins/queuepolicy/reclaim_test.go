@@ -284,6 +284,20 @@ func TestChooseVictims(t *testing.T) {
 			members:   2,
 		},
 		{
+			name: "the budget spent node by node when, spent in order, it leaves each node short",
+			// Queue a may lose 4 cpu. The newest four extras, x-7 to x-4,
+			// free 3 cpu on n1 and 1 on n2: room for one member of two.
+			queues:    []*v1alpha1.Queue{capacityQueue("a", "4", ""), capacityQueue("b", "", "")},
+			pods:      testGang{name: "x", queue: "a", minMember: 1, cpu: "1"}.pods("n1", "n2", "n2", "n2", "n1", "n1", "n1", "n2"),
+			preemptor: testGang{name: "p", queue: "b", minMember: 2, cpu: "2"},
+			members:   2,
+			want: []string{
+				"reclaim extra ns/x [x-7] cpu=1", "reclaim extra ns/x [x-3] cpu=1",
+				"reclaim extra ns/x [x-2] cpu=1", "reclaim extra ns/x [x-1] cpu=1",
+			},
+			wantPlan: map[string]string{"p-0": "n2", "p-1": "n2"},
+		},
+		{
 			name:      "nothing when no node can take a member whatever is evicted",
 			queues:    []*v1alpha1.Queue{capacityQueue("a", "0", ""), capacityQueue("b", "", "")},
 			pods:      xFull,

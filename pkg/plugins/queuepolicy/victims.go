@@ -33,70 +33,24 @@ func (pl *Plugin) chooseVictims(ctx context.Context, snap *queue.Snapshot, inFli
 // chosen units are pruned to none is told apart from one that does not
 // fit: it returns no units and the plan.
 func (pl *Plugin) pickVictims(ctx context.Context, snap *queue.Snapshot, inFlight flight, members []*v1.Pod, units []unit, st *gang.Status, need, ahead queue.Vector, nodes sets.Set[string]) ([]unit, map[types.UID]string, error) {
-	taken := inFlight.clone()
 	// The preemptor's dominant share once the members are placed, with
 	// its other members nominated to room evicted earlier and not placed
 	// yet.
 	ownAfter := queue.FromList(st.Allocated)
 	ownAfter.Add(need)
 	ownAfter.Add(pl.records.nominatedRequests(st.Key, members))
-	shareAfter := snap.DominantShare(ownAfter)
+	b := budget{snap: snap, members: members, shareAfter: snap.DominantShare(ownAfter)}
 	trial := fitTrial{snap: snap, members: members, st: st, need: need, ahead: ahead, nodes: nodes}
-	var chosen []unit
-	var plan map[types.UID]string
-	for _, u := range units {
-		switch u.reason {
-		case reclaim: // from another queue: within its budget
-			f := snap.Queues[u.queue]
-			after := f.Allocated.Clone()
-			after.Sub(taken.byQueue[u.queue])
-			if !stillOver(after, f.Deserved, members) {
-				continue
-			}
-			after.Sub(u.usage)
-			if u.whole {
-				// Its members chosen one by one so far are in u.usage
-				// already: count them once.
-				for _, c := range chosen {
-					if c.gang == u.gang {
-						after.Add(c.usage)
-					}
-				}
-			}
-			if ok, _ := f.Guarantee.Fits(after); !ok {
-				continue // would take it below its guarantee
-			}
-		case evenShares: // the victim's share must not fall below ours
-			left := u.gangAllocated.Clone()
-			left.Sub(taken.byGang[u.gang])
-			left.Sub(u.usage)
-			if shareAfter > snap.DominantShare(left)+shareEpsilon {
-				continue
-			}
-		}
-		if u.whole {
-			// The whole gang includes its members taken one by one so far.
-			chosen = slices.DeleteFunc(chosen, func(c unit) bool {
-				if c.gang == u.gang {
-					taken.sub(c)
-					return true
-				}
-				return false
-			})
-		}
-		chosen = append(chosen, u)
-		taken.add(u)
-		p, err := pl.fits(ctx, trial, chosen)
-		if err != nil {
-			return nil, nil, err
-		}
-		if p != nil {
-			plan = p
-			break
-		}
+	chosen, plan, limited, err := pl.takeInOrder(ctx, trial, b, inFlight, units)
+	if err == nil && plan == nil && limited {
+		// The budget ran out before the members fit. Spent node by node, it
+		// may free room whole where, spent in order, it left a little on
+		// each node: 8 one-cpu victims, 5 on one node and 3 on the other,
+		// make room for three two-cpu members, 8 on one node for four.
+		chosen, plan, _, err = pl.takeInOrder(ctx, trial, b, inFlight, byNode(units))
 	}
-	if plan == nil {
-		return nil, nil, nil
+	if err != nil || plan == nil {
+		return nil, nil, err
 	}
 	// Prune every unit the fit does not need, the latest too: the members
 	// may fit with no victim at all (they failed for a reason evicting
@@ -112,6 +66,102 @@ func (pl *Plugin) pickVictims(ctx context.Context, snap *queue.Snapshot, inFligh
 		}
 	}
 	return chosen, plan, nil
+}
+
+// takeInOrder adds the units in order, each only if the budget allows it,
+// until the members fit. It returns the units added and the plan, or no
+// plan; limited says whether the budget turned a unit down.
+func (pl *Plugin) takeInOrder(ctx context.Context, trial fitTrial, b budget, inFlight flight, units []unit) (chosen []unit, plan map[types.UID]string, limited bool, err error) {
+	taken := inFlight.clone()
+	for _, u := range units {
+		if !b.allows(taken, chosen, u) {
+			limited = true
+			continue
+		}
+		if u.whole {
+			// The whole gang includes its members taken one by one so far.
+			chosen = slices.DeleteFunc(chosen, func(c unit) bool {
+				if c.gang == u.gang {
+					taken.sub(c)
+					return true
+				}
+				return false
+			})
+		}
+		chosen = append(chosen, u)
+		taken.add(u)
+		p, err := pl.fits(ctx, trial, chosen)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if p != nil {
+			return chosen, p, limited, nil
+		}
+	}
+	return nil, nil, limited, nil
+}
+
+// budget is what may be taken from whom: a queue down to its deserved
+// share and its guarantee, a gang of the preemptor's queue down to the
+// preemptor's dominant share once placed (shareAfter).
+type budget struct {
+	snap       *queue.Snapshot
+	members    []*v1.Pod
+	shareAfter float64
+}
+
+// allows reports whether u may be taken on top of what is taken already;
+// chosen are the units taken in this search.
+func (b budget) allows(taken flight, chosen []unit, u unit) bool {
+	switch u.reason {
+	case reclaim: // from another queue: within its budget
+		f := b.snap.Queues[u.queue]
+		after := f.Allocated.Clone()
+		after.Sub(taken.byQueue[u.queue])
+		if !stillOver(after, f.Deserved, b.members) {
+			return false
+		}
+		after.Sub(u.usage)
+		if u.whole {
+			// Its members chosen one by one so far are in u.usage
+			// already: count them once.
+			for _, c := range chosen {
+				if c.gang == u.gang {
+					after.Add(c.usage)
+				}
+			}
+		}
+		ok, _ := f.Guarantee.Fits(after) // not below its guarantee
+		return ok
+	case evenShares: // the victim's share must not fall below ours
+		left := u.gangAllocated.Clone()
+		left.Sub(taken.byGang[u.gang])
+		left.Sub(u.usage)
+		return b.shareAfter <= b.snap.DominantShare(left)+shareEpsilon
+	}
+	return true
+}
+
+// byNode orders the units node by node, the nodes in the order their first
+// unit comes, the units of each node in their own order; a unit counts at
+// the node of its first pod.
+func byNode(units []unit) []unit {
+	rank := map[string]int{}
+	for _, u := range units {
+		if _, ok := rank[nodeOf(u)]; !ok {
+			rank[nodeOf(u)] = len(rank)
+		}
+	}
+	out := slices.Clone(units)
+	slices.SortStableFunc(out, func(a, b unit) int { return rank[nodeOf(a)] - rank[nodeOf(b)] })
+	return out
+}
+
+func nodeOf(u unit) string {
+	if len(u.pods) == 0 {
+		return ""
+	}
+	return u.pods[0].Spec.NodeName
 }
 
 // fitTrial is what a trial placement of a gang's needed members checks,
