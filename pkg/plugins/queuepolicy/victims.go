@@ -74,6 +74,9 @@ func (pl *Plugin) pickVictims(ctx context.Context, snap *queue.Snapshot, inFligh
 func (pl *Plugin) takeInOrder(ctx context.Context, trial fitTrial, b budget, inFlight flight, units []unit) (chosen []unit, plan map[types.UID]string, limited bool, err error) {
 	taken := inFlight.clone()
 	for _, u := range units {
+		if !u.whole && slices.ContainsFunc(chosen, func(c unit) bool { return c.whole && c.gang == u.gang }) {
+			continue // its gang is taken whole (byNode may put the whole first)
+		}
 		if !b.allows(taken, chosen, u) {
 			limited = true
 			continue
