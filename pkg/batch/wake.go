@@ -71,31 +71,31 @@ func (b *Batch) wakeQueueWaiters(ctx context.Context, s *queue.State) {
 // activateQueueWaiters moves the gangs that wait for their queue, or all
 // waiting gangs, to the scheduling queue's active queue.
 func (b *Batch) activateQueueWaiters(logger klog.Logger, all bool) {
-	waiters := b.Gangs.QueueWaiters(all)
-	if len(waiters) == 0 {
-		return
-	}
-	pods := make(map[string]*v1.Pod, len(waiters))
-	for _, p := range waiters {
-		pods[p.Namespace+"/"+p.Name] = p
-	}
-	logger.V(4).Info("Queue accounting may have room: retrying the gangs that wait for their queue", "gangs", len(pods))
-	b.handle.Activate(logger, pods)
+	b.activate(logger, "Queue accounting may have room: retrying the gangs that wait for their queue", b.Gangs.QueueWaiters(all))
 }
 
 // activateGangs moves the first pending member of each gang to the
 // scheduling queue's active queue: trying it tries the gang's reclaim.
 func (b *Batch) activateGangs(logger klog.Logger, keys []gang.Key) {
-	pods := make(map[string]*v1.Pod, len(keys))
+	var first []*v1.Pod
 	for _, key := range keys {
 		if pending := b.Gangs.PendingMembers(key); len(pending) > 0 {
-			pods[pending[0].Namespace+"/"+pending[0].Name] = pending[0]
+			first = append(first, pending[0])
 		}
 	}
-	if len(pods) == 0 {
+	b.activate(logger, "Deserved shares moved: retrying the gangs reclaim found no victims for", first)
+}
+
+// activate moves the pods, one per gang, to the active queue.
+func (b *Batch) activate(logger klog.Logger, why string, first []*v1.Pod) {
+	if len(first) == 0 {
 		return
 	}
-	logger.V(4).Info("Deserved shares moved: retrying the gangs reclaim found no victims for", "gangs", len(pods))
+	pods := make(map[string]*v1.Pod, len(first))
+	for _, p := range first {
+		pods[p.Namespace+"/"+p.Name] = p
+	}
+	logger.V(4).Info(why, "gangs", len(pods))
 	b.handle.Activate(logger, pods)
 }
 
