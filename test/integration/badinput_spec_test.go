@@ -50,6 +50,20 @@ func specRows() []badInput {
 		spTimeout(0),
 		spTimeout(-1),
 		{
+			// The events API folds Events of one object and reason into a
+			// series with the first note: the second must still be told.
+			name: "scheduler-plugins PodGroup created after its pods, with scheduleTimeoutSeconds 0",
+			give: func(r *badRow) {
+				r.pods = r.members("g", 2, "1", map[string]string{v1alpha1.SchedulerPluginsLabelPodGroup: "g"})
+			},
+			then: func(r *badRow) {
+				r.waitNote("GangInvalid", `^gang g: scheduler-plugins PodGroup \S+/g does not exist$`)
+				createSPPodGroup(r, 0)
+				r.waitNote("GangInvalid", `^gang g: scheduler-plugins PodGroup \S+/g has scheduleTimeoutSeconds 0; want >= 1 or unset$`)
+				r.staysUnbound(time.Second, r.pods...)
+			},
+		},
+		{
 			name: "PodGroup naming a PriorityClass that does not exist, created later",
 			give: func(r *badRow) {
 				r.podGroup("g", v1alpha1.PodGroupSpec{MinMember: 2, PriorityClassName: "bi-" + r.ns})
@@ -125,21 +139,27 @@ func spTimeout(seconds int32) badInput {
 	return badInput{
 		name: "scheduler-plugins PodGroup scheduleTimeoutSeconds " + resource.NewQuantity(int64(seconds), resource.DecimalSI).String(),
 		give: func(r *badRow) {
-			sp, err := spclient.NewForConfig(cluster.JSONConfig())
-			if err != nil {
-				r.t.Fatal(err)
-			}
-			_, err = sp.SchedulingV1alpha1().PodGroups(r.ns).Create(context.Background(), &spv1alpha1.PodGroup{
-				ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: spv1alpha1.PodGroupSpec{MinMember: 2, ScheduleTimeoutSeconds: &seconds},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				r.t.Fatal(err)
-			}
+			createSPPodGroup(r, seconds)
 			r.pods = r.members("g", 2, "1", map[string]string{v1alpha1.SchedulerPluginsLabelPodGroup: "g"})
 		},
 		then: func(r *badRow) {
 			r.waitNote("GangInvalid", `^gang g: scheduler-plugins PodGroup \S+/g has scheduleTimeoutSeconds -?\d+; want >= 1 or unset$`)
 			r.staysUnbound(time.Second, r.pods...)
 		},
+	}
+}
+
+// createSPPodGroup creates the scheduler-plugins PodGroup g, of two
+// members, with that scheduleTimeoutSeconds.
+func createSPPodGroup(r *badRow, seconds int32) {
+	sp, err := spclient.NewForConfig(cluster.JSONConfig())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	_, err = sp.SchedulingV1alpha1().PodGroups(r.ns).Create(context.Background(), &spv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: spv1alpha1.PodGroupSpec{MinMember: 2, ScheduleTimeoutSeconds: &seconds},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		r.t.Fatal(err)
 	}
 }

@@ -325,9 +325,36 @@ func (c *Controller) announce(ctx context.Context, key gang.Key, s *gang.Status)
 	if len(pending) > maxMemberEvents {
 		pending = pending[:maxMemberEvents]
 	}
+	related := c.definingObject(key)
 	for _, p := range pending {
-		c.recorder.Eventf(p, nil, v1.EventTypeWarning, "Gang"+reason, "Schedule", "gang %s: %s", key.Name, msg)
+		c.recorder.Eventf(p, related, v1.EventTypeWarning, "Gang"+reason, "Schedule", "gang %s: %s", key.Name, msg)
 	}
+}
+
+// definingObject is the PodGroup (scheduler-plugins', upstream's or, beside
+// vc-scheduler, Volcano's) that defines a gang whose members get its
+// Events; nil while there is none. The events API makes one series, with
+// the first note, of the Events of the same object (and resourceVersion),
+// reason and related object: as related object, the PodGroup keeps the
+// Events told before it appeared or changed apart from those after, so
+// that "PodGroup does not exist", told to pods created first, does not
+// hide what is wrong with the PodGroup once it came.
+func (c *Controller) definingObject(key gang.Key) runtime.Object {
+	switch key.Family {
+	case gang.FamilySchedulerPlugins:
+		if pg := c.manager.SchedulerPluginsPodGroup(key); pg != nil {
+			return pg
+		}
+	case gang.FamilyUpstream:
+		if pg := c.manager.UpstreamPodGroup(key); pg != nil {
+			return pg
+		}
+	case gang.FamilyVolcano:
+		if pg := c.manager.VolcanoPodGroup(key); pg != nil {
+			return pg
+		}
+	}
+	return nil
 }
 
 // eventObject is the PodGroup that the gang's Events are about: Muster's
