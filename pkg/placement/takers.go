@@ -58,6 +58,10 @@ func nodeAffinityOf(p *v1.Pod) *v1.NodeAffinity {
 	return p.Spec.Affinity.NodeAffinity
 }
 
+// CanTake returns whether some member could go to a node as far as the
+// node's static constraints say (see takers).
+func CanTake(members []*v1.Pod) func(*v1.Node) bool { return takersOf(members).take }
+
 // take reports whether some member could go to the node. With no members
 // (a caller that knows none) every schedulable node takes.
 func (t takers) take(node *v1.Node) bool {

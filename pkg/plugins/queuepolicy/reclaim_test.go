@@ -222,7 +222,10 @@ func TestChooseVictims(t *testing.T) {
 		pods   []*v1.Pod
 		// The preemptor: gang p of queue b, its pending members placed
 		// together.
-		preemptor   testGang
+		preemptor testGang
+		// preemptorOn, when set, is the only node the members may take
+		// (required node affinity).
+		preemptorOn string
 		members     int
 		drf         bool
 		withinQueue bool
@@ -293,6 +296,22 @@ func TestChooseVictims(t *testing.T) {
 			members:   2,
 			want: []string{
 				"reclaim extra ns/x [x-7] cpu=1", "reclaim extra ns/x [x-3] cpu=1",
+				"reclaim extra ns/x [x-2] cpu=1", "reclaim extra ns/x [x-1] cpu=1",
+			},
+			wantPlan: map[string]string{"p-0": "n2", "p-1": "n2"},
+		},
+		{
+			name: "the budget spent node by node on the nodes the members may take first",
+			// Queue a may lose 4 cpu; the members may only take n2. In order,
+			// and node by node from the first unit's node, it goes to x-7,
+			// x-6 and x-5 on n1 first.
+			queues:      []*v1alpha1.Queue{capacityQueue("a", "4", ""), capacityQueue("b", "", "")},
+			pods:        testGang{name: "x", queue: "a", minMember: 1, cpu: "1"}.pods("n1", "n2", "n2", "n2", "n2", "n1", "n1", "n1"),
+			preemptor:   testGang{name: "p", queue: "b", minMember: 2, cpu: "2"},
+			preemptorOn: "n2",
+			members:     2,
+			want: []string{
+				"reclaim extra ns/x [x-4] cpu=1", "reclaim extra ns/x [x-3] cpu=1",
 				"reclaim extra ns/x [x-2] cpu=1", "reclaim extra ns/x [x-1] cpu=1",
 			},
 			wantPlan: map[string]string{"p-0": "n2", "p-1": "n2"},
@@ -452,6 +471,12 @@ func TestChooseVictims(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			members := tc.preemptor.pods(make([]string, tc.members)...)
+			if tc.preemptorOn != "" {
+				only := st.MakePod().NodeAffinityIn("metadata.name", []string{tc.preemptorOn}, st.NodeSelectorTypeMatchFields).Obj()
+				for _, m := range members {
+					m.Spec.Affinity = only.Spec.Affinity
+				}
+			}
 			pods := podsOf(tc.pods, members)
 			ctx, pl, snap := newTestPlugin(t, testCluster{nodes: nodes, pods: pods, queues: tc.queues}, tc.drf)
 			for _, name := range tc.evicting {

@@ -47,7 +47,7 @@ func (pl *Plugin) pickVictims(ctx context.Context, snap *queue.Snapshot, inFligh
 		// may free room whole where, spent in order, it left a little on
 		// each node: 8 one-cpu victims, 5 on one node and 3 on the other,
 		// make room for three two-cpu members, 8 on one node for four.
-		chosen, plan, _, err = pl.takeInOrder(ctx, trial, b, inFlight, byNode(units))
+		chosen, plan, _, err = pl.takeInOrder(ctx, trial, b, inFlight, byNode(units, pl.usable(trial)))
 	}
 	if err != nil || plan == nil {
 		return nil, nil, err
@@ -145,19 +145,43 @@ func (b budget) allows(taken flight, chosen []unit, u unit) bool {
 	return true
 }
 
-// byNode orders the units node by node, the nodes in the order their first
-// unit comes, the units of each node in their own order; a unit counts at
-// the node of its first pod.
-func byNode(units []unit) []unit {
+// byNode orders the units node by node: first the nodes a member may take
+// (usable), then the others, each in the order its first unit comes; the
+// units of each node in their own order. A unit counts at the node of its
+// first pod. Units on other nodes stay, last: evicting them may still
+// help (a victim's inter-pod anti-affinity), but seldom does.
+func byNode(units []unit, usable func(node string) bool) []unit {
 	rank := map[string]int{}
-	for _, u := range units {
-		if _, ok := rank[nodeOf(u)]; !ok {
-			rank[nodeOf(u)] = len(rank)
+	for _, useful := range []bool{true, false} {
+		for _, u := range units {
+			n := nodeOf(u)
+			if _, ok := rank[n]; !ok && usable(n) == useful {
+				rank[n] = len(rank)
+			}
 		}
 	}
 	out := slices.Clone(units)
 	slices.SortStableFunc(out, func(a, b unit) int { return rank[nodeOf(a)] - rank[nodeOf(b)] })
 	return out
+}
+
+// usable reports whether a member of the trial may take the node: in its
+// nodes, when they are set, and within the members' static constraints
+// (taints, node affinity, cordon). Answers are kept: byNode asks once per
+// unit.
+func (pl *Plugin) usable(t fitTrial) func(node string) bool {
+	canTake := placement.CanTake(t.members)
+	infos := pl.placer.Handle.SnapshotSharedLister().NodeInfos()
+	known := map[string]bool{}
+	return func(name string) bool {
+		ok, seen := known[name]
+		if !seen {
+			n, err := infos.Get(name)
+			ok = err == nil && (t.nodes == nil || t.nodes.Has(name)) && canTake(n.Node())
+			known[name] = ok
+		}
+		return ok
+	}
 }
 
 func nodeOf(u unit) string {
