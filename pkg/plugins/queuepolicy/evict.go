@@ -27,8 +27,9 @@ import (
 //
 // The pod whose cycle found the victims is each victim Event's related
 // object, as in kube-scheduler's own preemption. A victim that could not be
-// deleted is forgotten, so that the gang does not wait for it.
-func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gang.Key, preemptorQueue string, units []unit) {
+// deleted is forgotten, so that the gang does not wait for it. snap is the
+// snapshot the victims were chosen on: the queue Events give its figures.
+func (pl *Plugin) evict(ctx context.Context, snap *queue.Snapshot, preemptorPod *v1.Pod, preemptor gang.Key, preemptorQueue string, units []unit) {
 	ctx, cancel := context.WithTimeout(ctx, evictTimeout)
 	defer cancel()
 	logger := klog.FromContext(ctx)
@@ -96,7 +97,7 @@ func (pl *Plugin) evict(ctx context.Context, preemptorPod *v1.Pod, preemptor gan
 	}
 	sort.Strings(parts)
 	logger.Info("Evicted for gang", "gang", preemptor, "evicted", strings.Join(parts, "; "))
-	pl.recordReclaims(preemptor, preemptorQueue, byGang, freed)
+	pl.recordReclaims(snap, preemptor, preemptorQueue, byGang, freed)
 	countEvicted(logger, byGang, before)
 	if failed {
 		// Not all the room was made: the gang chooses again now rather
@@ -211,12 +212,10 @@ type pdb struct {
 // preemption within a queue) evicted, an Event on the queue it was taken
 // from (Reclaimed) and one on the queue it was given to (Reclaiming), with
 // the figures of the resources it freed: the one is above its deserved
-// share in them, the other below.
-func (pl *Plugin) recordReclaims(preemptor gang.Key, preemptorQueue string, byGang map[victimGang]int, freed map[gang.Key]queue.Vector) {
-	snap := pl.state.Last()
-	if snap == nil {
-		return
-	}
+// share in them, the other below. The figures are snap's, those the
+// victims were chosen on, not the latest: by now the evictions may have
+// brought the one queue down to its share.
+func (pl *Plugin) recordReclaims(snap *queue.Snapshot, preemptor gang.Key, preemptorQueue string, byGang map[victimGang]int, freed map[gang.Key]queue.Vector) {
 	to := pl.state.Object(preemptorQueue)
 	for v, n := range byGang {
 		if v.why != reclaim {

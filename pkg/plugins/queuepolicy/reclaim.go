@@ -128,7 +128,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod,
 	// The API calls run off the scheduling cycle, as kube-scheduler's own
 	// asynchronous preemption does: the victims are recorded, so the gang
 	// waits for them whatever the calls' pace, and the next pod need not.
-	go pl.evict(context.WithoutCancel(ctx), pod, key, g.Queue, victims)
+	go pl.evict(context.WithoutCancel(ctx), snap, pod, key, g.Queue, victims)
 	pl.gangs.DropPlan(key)
 	logger.V(3).Info("Reclaim planned the gang", "gang", key, "members", len(plan))
 	if !withinQueue && slices.ContainsFunc(victims, func(u unit) bool { return u.reason == reclaim }) {
@@ -211,7 +211,7 @@ func (pl *Plugin) reclaimAhead(ctx context.Context, snap *queue.Snapshot, inFlig
 		// busy CPU.
 		go func() {
 			for _, e := range evictions {
-				go pl.evict(context.WithoutCancel(ctx), e.pod, e.key, q, e.victims)
+				go pl.evict(context.WithoutCancel(ctx), snap, e.pod, e.key, q, e.victims)
 			}
 		}()
 	}()
