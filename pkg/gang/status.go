@@ -205,6 +205,19 @@ func (m *Manager) Status(key Key) Status {
 	return m.statusLocked(key, m.groups[key])
 }
 
+// StatusAndPending is Status and PendingMembers read at once: every
+// pending member is one the status counted.
+func (m *Manager) StatusAndPending(key Key) (Status, []*v1.Pod) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.groups[key]
+	s := m.statusLocked(key, g)
+	if g == nil {
+		return s, nil
+	}
+	return s, g.pendingLocked()
+}
+
 // statusLocked is the status of the gang key, whose group is g (nil: not
 // known). m.mu held, for reading at least.
 func (m *Manager) statusLocked(key Key, g *group) Status {

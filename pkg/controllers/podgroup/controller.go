@@ -316,12 +316,26 @@ func (c *Controller) announce(ctx context.Context, key gang.Key, s *gang.Status)
 	if same || msg == "" {
 		return
 	}
-	klog.FromContext(ctx).V(2).Info("Gang waits", "gang", key, "reason", reason, "message", msg)
+	logger := klog.FromContext(ctx)
 	if pg := c.eventObject(key); pg != nil {
+		logger.V(2).Info("Gang waits", "gang", key, "reason", reason, "message", msg)
 		c.recorder.Eventf(pg, nil, v1.EventTypeWarning, reason, "Schedule", "%s", msg)
 		return
 	}
-	pending := c.manager.PendingMembers(key)
+	// Only members the message counted are told it: they are read at once
+	// with a status that still gives it. A member that came after, told
+	// an older message, would keep it: the events API folds the next one
+	// on the unchanged pod into the first.
+	now, pending := c.manager.StatusAndPending(key)
+	if _, msgNow := waitingReason(&now); msgNow != msg {
+		c.mu.Lock()
+		if c.announced[key] == msg {
+			delete(c.announced, key) // the gang's next sync tells its own
+		}
+		c.mu.Unlock()
+		return
+	}
+	logger.V(2).Info("Gang waits", "gang", key, "reason", reason, "message", msg)
 	if len(pending) > maxMemberEvents {
 		pending = pending[:maxMemberEvents]
 	}
