@@ -455,6 +455,12 @@ func (b *Batch) startControllers(ctx context.Context, p *Process) error {
 		// The plugin factories, which turn queues on, ran before Lead.
 		select {
 		case <-b.queuesOn:
+			// Nor are shares written before the accounting has every
+			// node (bounded as start is): a successor's first status
+			// would give deserved shares of part of the cluster.
+			nodes, cancel := context.WithTimeout(ctx, 10*time.Second)
+			b.Queues().WaitForNodes(nodes)
+			cancel()
 			q := queuecontroller.New(b.clients.Muster, b.queueInf.Scheduling().V1alpha1().Queues().Lister(), b.Queues(), b.Gangs, b.recorder)
 			if b.vcQueueInf != nil && volcano {
 				q.WithVolcano(b.clients.Volcano, b.vcQueueInf.Scheduling().V1beta1().Queues().Lister())
