@@ -72,9 +72,11 @@ func (e *env) staysUnbound(d time.Duration, names ...string) {
 	}
 }
 
-// waitBoundWithin waits at most d for the pods to be bound.
+// waitBoundWithin waits at most d (under the race detector, raceSlowdown
+// times d) for the pods to be bound.
 func (e *env) waitBoundWithin(d time.Duration, names ...string) map[string]string {
 	e.t.Helper()
+	d *= raceSlowdown
 	var b map[string]string
 	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, d, true, func(context.Context) (bool, error) {
 		b = e.bound()

@@ -125,11 +125,17 @@ func TestDRFPreemption(t *testing.T) {
 				cpuHeavy := e.gangOf("cpu-heavy", "q", 2, 20, "2", withMemory("1Gi"))
 				// In every profile: config/volcano.yaml's must stay alike.
 				e.startScheduler(withPluginArgs(t, configFor(t, kind), "Proportion", map[string]any{"drfPreemption": drf}))
+				// The scheduler starts with the pods pending: settled means
+				// the node full first, then nothing more for a while.
+				e.waitBoundAtLeast(cpuHeavy, 16)
 				e.waitSettled(time.Second)
 				if n := count(e.bound(), cpuHeavy); n != 16 {
 					t.Fatalf("cpu-heavy has %d pods bound before mem-heavy arrives, want 16 (the whole node)", n)
 				}
 				memHeavy := e.gangOf("mem-heavy", "q", 1, 40, "1", withMemory("4Gi"))
+				if drf {
+					e.waitBoundAtLeast(memHeavy, 1)
+				}
 				bound := e.waitSettled(2 * time.Second)
 				a, b := count(bound, cpuHeavy), count(bound, memHeavy)
 				left := e.podNames()

@@ -35,7 +35,7 @@ func TestQueueRequeue(t *testing.T) {
 		var first []string
 		for _, name := range names("first", 2) {
 			p := e.member(name, "2", map[string]string{v1alpha1.LabelPodGroup: "first"})
-			p.Annotations = map[string]string{simulator.AnnotationRunTime: "3s"}
+			p.Annotations = map[string]string{simulator.AnnotationRunTime: "5s"} // outlasts the second gang's refusal
 			e.create(p)
 			first = append(first, name)
 		}

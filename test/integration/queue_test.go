@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -418,6 +419,15 @@ func TestDRF(t *testing.T) {
 			memHeavy := e.gangOf("mem-heavy", "q", 1, 40, "1", withMemory("4Gi"))
 			e.startScheduler(configFor(t, kind))
 
+			// The scheduler starts with the pods pending: settled means
+			// the cluster full first, then nothing more for a while.
+			err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, lifecycleTimeout, true, func(context.Context) (bool, error) {
+				bound := e.bound()
+				return 2*count(bound, cpuHeavy)+count(bound, memHeavy) >= 31, nil
+			})
+			if err != nil {
+				t.Fatalf("the cluster is not full: %v bound", e.bound())
+			}
 			bound := e.waitSettled(2 * time.Second)
 			a, b := count(bound, cpuHeavy), count(bound, memHeavy)
 			shareA, shareB := float64(2*a)/32, float64(4*b)/128
@@ -452,7 +462,7 @@ func (e *env) waitSettled(quiet time.Duration) map[string]string {
 			e.t.Fatal(e.ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
-		if now := e.bound(); len(now) != len(last) {
+		if now := e.bound(); !maps.Equal(now, last) {
 			last, since = now, time.Now()
 		}
 	}

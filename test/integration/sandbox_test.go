@@ -26,7 +26,7 @@ func TestSandboxExamples(t *testing.T) {
 	err = sandbox.Run(ctx, sandbox.Options{
 		Paths:           []string{"../../examples"},
 		SchedulerConfig: schedConfig,
-		Settle:          time.Second,
+		Settle:          2 * time.Second, // the command's default: longer than report-job's 1 s run
 		Timeout:         time.Minute,
 		Speedup:         1,
 	}, &out)
