@@ -91,7 +91,7 @@ func (e *env) waitPodsWhy(names ...string) {
 		now := strings.Join(whys, "\n")
 		if now != last {
 			last, stable = now, time.Now()
-		} else if !strings.Contains(now, "not tried yet") && time.Since(stable) > time.Second {
+		} else if !strings.Contains(now, "not tried yet") && time.Since(stable) > settledFor {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

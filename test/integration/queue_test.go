@@ -374,8 +374,7 @@ func TestQueueFiguresSurviveRestart(t *testing.T) {
 		}
 		return out
 	}
-	time.Sleep(2 * time.Second) // let the status controller catch up
-	before := figures()
+	before := e.stable(figures)
 	s.Stop()
 	// Clear the figures, so that what is read after comes from the new
 	// scheduler.
@@ -396,6 +395,22 @@ func TestQueueFiguresSurviveRestart(t *testing.T) {
 		t.Errorf("queue figures changed across a restart (-before,+after):\n%s", diff)
 	}
 	t.Logf("figures: %v", after)
+}
+
+// stable reads until what read returns has stayed the same for settledFor
+// (the status controller caught up), and returns it.
+func (e *env) stable(read func() map[string]string) map[string]string {
+	e.t.Helper()
+	last, since := read(), time.Now()
+	for deadline := time.Now().Add(lifecycleTimeout); time.Since(since) < settledFor; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("still changing after %v: %v", lifecycleTimeout, last)
+		}
+		if now := read(); !maps.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+	}
+	return last
 }
 
 // TestDRF: two jobs in one queue, one cpu-heavy and one memory-heavy, each

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-sched/muster/apis/scheduling/v1alpha1"
+	queuecontroller "github.com/muster-sched/muster/pkg/controllers/queue"
 	"github.com/muster-sched/muster/pkg/inspect"
 	"github.com/muster-sched/muster/pkg/simulator"
 )
@@ -39,7 +40,13 @@ func (e *env) topOf(wide bool) (text, structured string) {
 	return out.String(), string(data) + "\n"
 }
 
-// waitTopSettled waits until `muster top` has said the same for a second.
+// settledFor is how long what the goldens show must stay the same: longer
+// than two periods of the Queue status controller, whose figures they
+// show, so that a status written just before the last change is not
+// taken for the settled one.
+const settledFor = 2*queuecontroller.Period + 500*time.Millisecond
+
+// waitTopSettled waits until `muster top` has said the same for settledFor.
 func (e *env) waitTopSettled(ok func(string) bool) {
 	e.t.Helper()
 	last, since := "", time.Now()
@@ -47,7 +54,7 @@ func (e *env) waitTopSettled(ok func(string) bool) {
 		now, _ := e.topOf(true)
 		if now != last {
 			last, since = now, time.Now()
-		} else if ok(now) && time.Since(since) > time.Second {
+		} else if ok(now) && time.Since(since) > settledFor {
 			return
 		}
 	}
