@@ -152,8 +152,9 @@ func (pl *Plugin) releaseWaiting(ctx context.Context, key gang.Key, why string) 
 	released := 0
 	pl.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := pl.keyOf(wp.GetPod()); ok && k == key {
-			klog.FromContext(ctx).V(3).Info("Releasing waiting member", "pod", klog.KObj(wp.GetPod()), "gang", key, "reason", why)
-			wp.Reject(Name, gangMessage(key, why))
+			logger := klog.FromContext(ctx)
+			logger.V(3).Info("Releasing waiting member", "pod", klog.KObj(wp.GetPod()), "gang", key, "reason", why)
+			pl.reject(logger, wp, gangMessage(key, why))
 			released++
 		}
 	})

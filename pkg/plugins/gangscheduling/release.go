@@ -58,7 +58,7 @@ func (pl *Plugin) releaseIfInvalid(logger klog.Logger, key gang.Key) {
 		}
 		if why != "" {
 			logger.V(3).Info("Releasing waiting member", "pod", klog.KObj(pod), "gang", key, "reason", why)
-			wp.Reject(Name, gangMessage(key, why))
+			pl.reject(logger, wp, gangMessage(key, why))
 		}
 	})
 }
@@ -74,7 +74,7 @@ func (pl *Plugin) releaseOnNode(logger klog.Logger, node string) {
 		if key, ok := pl.keyOf(pod); ok {
 			why := fmt.Sprintf("node %s of member %s was deleted", node, pod.Name)
 			logger.V(3).Info("Releasing waiting member", "pod", klog.KObj(pod), "gang", key, "reason", why)
-			wp.Reject(Name, gangMessage(key, why))
+			pl.reject(logger, wp, gangMessage(key, why))
 		}
 	})
 }
